@@ -1,0 +1,3 @@
+"""urd: a reproducible pipeline for memory benchmarks."""
+
+__version__ = "0.1.0"
