@@ -1,0 +1,38 @@
+# Data: regenerate every episode from the master seed, then verify it against the
+# committed manifest before anything reads it.
+
+from urd.calibrate import data_spec
+
+T1_DATA = f"data/{PROFILE}/t1.jsonl"
+T2_DATA = "data/t2.jsonl"
+MANIFEST = "calibration/manifest.sha256"
+
+
+def verified(path):
+    """The stamp a consumer takes as input: it exists only if `path` matched the manifest."""
+    return f"results/urd/verified/{path}.sha256"
+
+
+rule calibrate:
+    output:
+        t1=T1_DATA,
+        t2=T2_DATA,
+    params:
+        spec=json.dumps(data_spec(config), sort_keys=True),
+        code=code_digest("urd.calibrate", "urd.tasks", "urd.rng", "urd.io"),
+    log:
+        "logs/calibrate.log",
+    shell:
+        "{PY} -m urd.calibrate --spec {params.spec:q} --t1 {output.t1} --t2 {output.t2} 2> {log}"
+
+
+rule verify:
+    input:
+        data="{path}",
+        manifest=MANIFEST,
+    output:
+        "results/urd/verified/{path}.sha256",
+    params:
+        code=code_digest("urd.verify", "urd.manifest"),
+    shell:
+        "{PY} -m urd.verify --manifest {input.manifest} --stamp {output} {input.data}"

@@ -1,0 +1,1 @@
+"""RWKV-7 backbones through the `rwkv` package."""

@@ -1,0 +1,88 @@
+"""Regenerate every urd rung-1 episode byte-for-byte, and (for maintainers) re-pin the manifest.
+
+    python -m urd.calibrate                 # writes data/<profile>/t1.jsonl and data/t2.jsonl
+    python -m urd.calibrate --check         # and verifies them against calibration/manifest.sha256
+    python -m urd.calibrate --write-manifest  # re-pin (only when the protocol deliberately changes)
+
+The Snakemake rule `calibrate` calls the same functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .config import load_config
+from .errors import UrdError
+from .io import jsonl_text, atomic_write_text
+from .manifest import verify_file, write_manifest
+from .tasks import t1, t2
+
+MANIFEST = Path("calibration/manifest.sha256")
+
+
+def t1_path(config: dict) -> Path:
+    return Path("data") / config["profile"] / "t1.jsonl"
+
+
+def t2_path(config: dict) -> Path:
+    return Path("data") / "t2.jsonl"
+
+
+def t1_episode(config: dict, index: int) -> dict:
+    return t1.generate_episode(config["master_seed"], index, config["tasks"]["t1"], config["queries"])
+
+
+def t2_episode(config: dict, index: int) -> dict:
+    return t2.generate_episode(config["master_seed"], index, config["tasks"]["t2"])
+
+
+def episodes_text(config: dict, task: str) -> str:
+    make = {"t1": t1_episode, "t2": t2_episode}[task]
+    return jsonl_text(make(config, i) for i in range(config["episodes"]))
+
+
+def write_data(config: dict, task: str, out: str | Path) -> Path:
+    atomic_write_text(out, episodes_text(config, task))
+    return Path(out)
+
+
+def data_spec(config: dict) -> dict:
+    """The part of the config the data depends on: a change elsewhere must not regenerate it."""
+    return {k: config[k] for k in ("master_seed", "episodes", "queries", "profile", "tasks")}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m urd.calibrate", description=__doc__.split("\n")[0])
+    src = ap.add_mutually_exclusive_group()
+    src.add_argument("--config", default="config/config.yaml", help="YAML config (validated)")
+    src.add_argument("--spec", help="data spec as JSON, as the Snakemake rule passes it")
+    ap.add_argument("--t1", help="output path (default data/<profile>/t1.jsonl)")
+    ap.add_argument("--t2", help="output path (default data/t2.jsonl)")
+    ap.add_argument("--check", action="store_true", help="verify the data against the manifest")
+    ap.add_argument("--write-manifest", action="store_true", help="re-pin the manifest to this data")
+    args = ap.parse_args(argv)
+    try:
+        config = json.loads(args.spec) if args.spec else load_config(args.config)
+        files = [
+            write_data(config, "t1", args.t1 or t1_path(config)),
+            write_data(config, "t2", args.t2 or t2_path(config)),
+        ]
+        for f in files:
+            print(f"wrote {f}", file=sys.stderr)
+        if args.write_manifest:
+            write_manifest(MANIFEST, [str(f) for f in files])
+            print(f"pinned {len(files)} files in {MANIFEST}", file=sys.stderr)
+        if args.check:
+            for f in files:
+                print(f"{verify_file(MANIFEST, str(f))}  {f}: OK")
+    except UrdError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
