@@ -1,0 +1,45 @@
+"""Shared fixtures: the repository root and a throwaway copy of the workflow to run Snakemake in."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+WORKFLOW_FILES = ("Snakefile", "rules", "config", "calibration", "profiles", "scripts")
+
+
+@pytest.fixture(scope="session")
+def repo() -> Path:
+    return REPO
+
+
+def copy_workflow(dest: Path) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in WORKFLOW_FILES:
+        src = REPO / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name)
+        elif src.exists():
+            shutil.copy2(src, dest / name)
+    return dest
+
+
+@pytest.fixture()
+def workflow(tmp_path) -> Path:
+    """A fresh copy of the workflow (no data, no results) in a temporary directory."""
+    return copy_workflow(tmp_path / "wf")
+
+
+def snakemake(workdir: Path, *args: str, check: bool = False) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "2", "--nolock", *args]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, env=env)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
+    return proc

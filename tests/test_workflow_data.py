@@ -1,0 +1,62 @@
+"""The DAG: data regenerates, is verified before use, and a mismatch stops everything downstream."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import snakemake
+
+ORACLE = "results/urd/oracle.json"
+
+
+def test_oracle_target_builds_and_data_matches_the_manifest(workflow):
+    snakemake(workflow, ORACLE, check=True)
+    rep = json.loads((workflow / ORACLE).read_text())
+    assert rep["t1_oracle"]["over"]["ceiling"] == 0.786
+    assert rep["t1_oracle"]["sanity"]["ceiling"] == 1.0
+    assert rep["provenance"]["master_seed"] == 20260807
+    import subprocess
+
+    # An auditor's check, with nothing but coreutils.
+    out = subprocess.run(["sha256sum", "-c", "calibration/manifest.sha256"], cwd=workflow, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    # A second run has nothing to do.
+    again = snakemake(workflow, ORACLE, "-n")
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+
+def _flip_byte(path, offset=100):
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def _assert_stopped(proc, workflow, name):
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert f"urd verify FAILED: {name}: SHA-256 mismatch: expected " in out
+    assert ", actual " in out
+    assert not (workflow / ORACLE).exists(), "the consumer ran although verification failed"
+
+
+def test_a_flipped_byte_in_the_data_stops_the_dag(workflow):
+    snakemake(workflow, "data/c1/t1.jsonl", "data/t2.jsonl", check=True)
+    _flip_byte(workflow / "data/c1/t1.jsonl")
+    _assert_stopped(snakemake(workflow, ORACLE), workflow, "data/c1/t1.jsonl")
+
+
+def test_a_flipped_byte_in_the_manifest_stops_the_dag(workflow):
+    snakemake(workflow, ORACLE, check=True)
+    (workflow / ORACLE).unlink()
+    manifest = workflow / "calibration/manifest.sha256"
+    text = manifest.read_text()
+    line = next(l for l in text.splitlines() if l.endswith("data/t2.jsonl"))
+    flipped = ("1" if line[0] != "1" else "2") + line[1:]
+    manifest.write_text(text.replace(line, flipped))
+    _assert_stopped(snakemake(workflow, ORACLE), workflow, "data/t2.jsonl")
+
+
+def test_bad_config_on_the_command_line_names_the_key(workflow):
+    proc = snakemake(workflow, ORACLE, "-n", "--config", "episodes=many")
+    assert proc.returncode != 0
+    assert "episodes: expected type integer, got 'many'" in proc.stdout + proc.stderr
