@@ -1,0 +1,1 @@
+"""The urd rung-1 harness: in-session control, hard boundary, session B, the contract."""

@@ -1,0 +1,6 @@
+"""Memory systems: what a model carries across the session boundary.
+
+Interface (all a new system needs):
+    consolidate(transcript, budget_bytes) -> bytes     # session A, before the boundary
+    answer(fiche, query, header) -> str               # session B, fresh context
+"""

@@ -1,0 +1,35 @@
+"""gzip_tail: the longest tail of the transcript whose gzip fits the budget (recency)."""
+
+from __future__ import annotations
+
+import gzip
+
+from .base import MemorySystem
+
+
+def squeeze(text: str) -> bytes:
+    # mtime=0 and a fixed level: the same tail always gives the same bytes.
+    return gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)
+
+
+def longest_fitting_tail(transcript: str, budget: int | None) -> bytes:
+    if budget is None or len(squeeze(transcript)) <= budget:
+        return squeeze(transcript)
+    # gzip size is not monotone in length, so test every start offset and keep the longest
+    # tail that fits; for a few-KB transcript that is a fraction of a second.
+    for start in range(len(transcript)):
+        packed = squeeze(transcript[start:])
+        if len(packed) <= budget:
+            return packed
+    return b""
+
+
+class GzipTail(MemorySystem):
+    name = "gzip_tail"
+
+    def consolidate(self, transcript, budget_bytes):
+        return longest_fitting_tail(transcript, budget_bytes)
+
+    def answer(self, fiche, query, header):
+        text = gzip.decompress(fiche).decode("utf-8") if fiche else ""
+        return self.answer_from_text(text.strip("\n"), query, header)

@@ -1,0 +1,53 @@
+"""Systems by name: the built-ins, plus plug-ins named in config as 'module:Class'.
+
+Resolution happens when the workflow is parsed, so a misspelt or malformed system fails with a
+clear error before any model is loaded.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from ..errors import InputError
+from .base import MemorySystem
+
+BUILTIN = {
+    "vanilla": "urd.systems.vanilla:Vanilla",
+    "gzip_tail": "urd.systems.gzip_tail:GzipTail",
+    "retrieval": "urd.systems.retrieval:Retrieval",
+    "summary": "urd.systems.summary:Summary",
+    "state_carry": "urd.systems.state_carry:StateCarry",
+}
+
+RESERVED = {"control"}  # the in-session control's results directory
+
+
+def resolve(name: str, plugins: dict | None = None, source: str = "config") -> type:
+    table = {**BUILTIN, **(plugins or {})}
+    if name in RESERVED:
+        raise InputError(source, f"systems.{name}", "a system name other than the reserved 'control'")
+    if name not in table:
+        raise InputError(source, "systems", f"a known system (one of: {', '.join(sorted(table))}) or a plugins entry", name)
+    target = table[name]
+    module_name, _, attr = target.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise InputError(source, f"plugins.{name}", "'module:Class' naming an importable class", f"{target} ({exc})") from None
+    missing = [m for m in ("consolidate", "answer") if not callable(getattr(cls, m, None))]
+    if not isinstance(cls, type) or missing or (issubclass(cls, MemorySystem) and any(
+        getattr(cls, m) is getattr(MemorySystem, m) for m in ("consolidate", "answer")
+    )):
+        raise InputError(
+            source, f"plugins.{name}" if name in (plugins or {}) else f"systems.{name}",
+            "a class implementing consolidate(transcript, budget_bytes) and answer(fiche, query, header)", target,
+        )
+    return cls
+
+
+def build(name: str, backbone, plugins: dict | None = None, settings: dict | None = None):
+    cls = resolve(name, plugins)
+    system = cls(backbone, settings or {})
+    if not isinstance(system, MemorySystem):
+        raise InputError("config", f"plugins.{name}", "a subclass of urd.systems.base.MemorySystem", type(system).__name__)
+    return system

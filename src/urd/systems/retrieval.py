@@ -1,0 +1,43 @@
+"""retrieval: a deduplicated index of the exposure lines ranked by salience, cut to the budget.
+
+Salience is how often a line was shown; ties go to the line shown first. Header lines (the
+instruction the harness passes to answer() anyway) are not indexed. Whole lines only: the index
+stops at the first line that does not fit.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .base import MemorySystem
+
+HEADER_LINES = 2  # "Session log." and the task header
+
+
+def ranked_lines(transcript: str) -> list[str]:
+    lines = [l for l in transcript.split("\n")[HEADER_LINES:] if l.strip()]
+    counts = Counter(lines)
+    first = {}
+    for i, line in enumerate(lines):
+        first.setdefault(line, i)
+    return sorted(counts, key=lambda l: (-counts[l], first[l]))
+
+
+def pack_lines(lines: list[str], budget: int | None) -> bytes:
+    out = b""
+    for line in lines:
+        candidate = (out + b"\n" if out else b"") + line.encode("utf-8")
+        if budget is not None and len(candidate) > budget:
+            break
+        out = candidate
+    return out
+
+
+class Retrieval(MemorySystem):
+    name = "retrieval"
+
+    def consolidate(self, transcript, budget_bytes):
+        return pack_lines(ranked_lines(transcript), budget_bytes)
+
+    def answer(self, fiche, query, header):
+        return self.answer_from_text(fiche.decode("utf-8"), query, header)

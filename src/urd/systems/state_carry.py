@@ -1,0 +1,26 @@
+"""state_carry: the post-session recurrent state, top-k by magnitude, restored in session B."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from .base import MemorySystem
+from .packing import pack_topk, unpack_topk
+
+
+class StateCarry(MemorySystem):
+    name = "state_carry"
+
+    def consolidate(self, transcript, budget_bytes):
+        _, state = self.prefill_transcript(transcript)
+        flat = np.frombuffer(self.backbone.state_to_bytes(state), dtype="<f4")
+        return pack_topk(flat, budget_bytes)
+
+    def answer(self, fiche, query, header):
+        size = len(self.backbone.state_to_bytes(self.backbone.zero_state())) // 4
+        flat = unpack_topk(fiche, size)
+        state = self.backbone.state_from_bytes(flat.astype("<f4").tobytes())
+        key = ("state", hashlib.sha256(fiche).hexdigest())
+        return self.answer_from_state(state, key, query, header)
