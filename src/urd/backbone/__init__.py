@@ -1,0 +1,1 @@
+"""RWKV-7 backbone: tokenizer, random checkpoints, inference adapter, differentiable forward."""
