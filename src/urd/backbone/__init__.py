@@ -1,1 +1,1 @@
-"""RWKV-7 backbones through the `rwkv` package."""
+"""RWKV-7 backbone: tokenizer, random checkpoints, inference adapter, differentiable forward."""

@@ -1,0 +1,40 @@
+"""The one place that imports the `rwkv` package's model code.
+
+`rwkv.model` decides at import time which architecture `RWKV` means: RWKV_V7_ON=1 must be in the
+environment before the first import, or the module silently builds the v4/v5/v6 classes. We set it
+here and fail loudly if someone imported it earlier without it. The package prints banners on
+stdout; they go to stderr so stdout stays clean for callers that pipe it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+
+from ..errors import UrdError
+
+
+def rwkv_model():
+    """Return the `rwkv.model` module with RWKV-7 enabled."""
+    already = "rwkv.model" in sys.modules
+    if not already:
+        os.environ["RWKV_V7_ON"] = "1"
+    with contextlib.redirect_stdout(sys.stderr):
+        import rwkv.model as rm
+    if not hasattr(rm, "RWKV_x070"):
+        raise UrdError(
+            "rwkv.model was imported before RWKV_V7_ON=1 was set; import urd.backbone first "
+            "or export RWKV_V7_ON=1"
+        )
+    return rm
+
+
+def load_rwkv7(checkpoint_stem: str, strategy: str):
+    """RWKV(model=<path without .pth>, strategy=...) with the package's banners on stderr.
+
+    Note: the package keeps DTYPE/DEVICE as module globals, set by the last model built; keep
+    one strategy per process."""
+    rm = rwkv_model()
+    with contextlib.redirect_stdout(sys.stderr):
+        return rm.RWKV_x070(model=checkpoint_stem, strategy=strategy)

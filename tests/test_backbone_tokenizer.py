@@ -1,0 +1,66 @@
+"""The harness tokenizer: same ids as the wheel's TRIE_TOKENIZER, lossless, crash-free decoding."""
+
+import random
+
+import pytest
+
+from urd.backbone import tokenizer as tk
+from urd.errors import DigestMismatch
+
+TEXTS = [
+    "",
+    "Hello world!",
+    "key_17 -> QX7PZ2MA9KRT\nkey_03 -> 2B4N6M8P0QRS\n",
+    "User: what is the value of k42?\n\nAssistant:",
+    "Clé → 值, naïve café, emoji 🦆🦢, tabs\tand  double  spaces\r\n",
+    "################################################################################",
+    " " * 300,
+]
+
+
+@pytest.fixture(scope="module")
+def trie():
+    from rwkv.rwkv_tokenizer import TRIE_TOKENIZER
+
+    return TRIE_TOKENIZER(tk.vocab_path())
+
+
+def test_matches_wheel_trie_tokenizer(trie):
+    rnd = random.Random(0)
+    alphabet = "abcdefghijklmnopqrstuvwxyzABCXYZ0123456789 \n\t:.,-_→值é🦆"
+    texts = TEXTS + ["".join(rnd.choice(alphabet) for _ in range(rnd.randint(1, 400))) for _ in range(30)]
+    for t in texts:
+        assert tk.encode(t) == trie.encode(t), t
+
+
+def test_round_trip_and_count():
+    for t in TEXTS:
+        ids = tk.encode(t)
+        assert tk.decode(ids) == t
+        assert tk.count_tokens(t) == len(ids)
+    assert tk.count_tokens("Hello world!") < len("Hello world!")  # merges, not bytes
+
+
+def test_decode_never_crashes_on_model_output():
+    rnd = random.Random(1)
+    for _ in range(50):
+        ids = [rnd.randrange(tk.VOCAB_SIZE) for _ in range(rnd.randint(0, 40))]
+        assert isinstance(tk.decode(ids), str)
+    # a multi-byte character cut in half decodes with a replacement character
+    ids = tk.encode("值")
+    half = tk.get_tokenizer().id_to_bytes[ids[0]][:1]
+    cut = tk.get_tokenizer().bytes_to_id.get(half)
+    if cut is not None:
+        assert tk.decode([cut]) == "\ufffd"
+    assert tk.decode([0]) == ""  # end of text
+    assert tk.decode([65535]) == "\ufffd"  # inside the model's vocab, absent from the file
+    with pytest.raises(ValueError):
+        tk.decode([65536])
+
+
+def test_vocab_is_pinned(tmp_path):
+    bad = tmp_path / "vocab.txt"
+    bad.write_text("1 'a' 1\n", encoding="utf-8")
+    with pytest.raises(DigestMismatch):
+        tk.WorldTokenizer(str(bad))
+    assert tk.WorldTokenizer(str(bad), expected_sha256=None).encode("aaa") == [1, 1, 1]
