@@ -1,11 +1,13 @@
 # urd: every published table is a file target.
-#   snakemake results/urd/oracle.json --cores 2
+#   snakemake results/urd/tiny/summary.json --cores 2     (offline, a random-weight backbone)
+#   snakemake results/urd/0.4b/summary.json --cores 8     (fetches the pinned checkpoint)
 # Logic lives in the `urd` package; rules only wire files to it.
 
 import json
+import re
 import sys
 
-from urd.config import validate_config
+from urd.config import config_digest, validate_config
 from urd.provenance import code_digest
 
 
@@ -20,4 +22,5 @@ PROFILE = config["profile"]
 
 
 include: "rules/data.smk"
+include: "rules/backbone.smk"
 include: "rules/urd.smk"

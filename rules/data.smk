@@ -26,10 +26,14 @@ rule calibrate:
         "{PY} -m urd.calibrate --spec {params.spec:q} --t1 {output.t1} --t2 {output.t2} 2> {log}"
 
 
+def manifest_for(wildcards):
+    return BACKBONE_MANIFEST if wildcards.path.startswith("models/") else MANIFEST
+
+
 rule verify:
     input:
         data="{path}",
-        manifest=MANIFEST,
+        manifest=manifest_for,
     output:
         "results/urd/verified/{path}.sha256",
     params:

@@ -17,3 +17,104 @@ rule oracle:
     shell:
         "{PY} -m urd.oracle --spec {params.spec:q} --t1 {input.t1} --t2 {input.t2}"
         " --manifest {input.manifest} --out {output}"
+
+
+# --- the benchmark: control (score A), session B per system x split, fold -------------------
+
+from urd.run import cell_spec
+from urd.systems.registry import resolve as resolve_system
+
+TASKS = ["t1", "t2"]
+SPLITS = sorted(config["profiles"][PROFILE]["budgets"])
+BUDGETS = config["profiles"][PROFILE]["budgets"]
+SYSTEMS = list(config["systems"])
+DATA = {"t1": T1_DATA, "t2": T2_DATA}
+HARNESS_CODE = code_digest(
+    "urd.run", "urd.harness", "urd.systems", "urd.backbone.adapter", "urd.backbone.state",
+    "urd.backbone.rwkv_pkg", "urd.backbone.tokenizer", "urd.tasks",
+)
+
+# A system that does not exist or lacks the interface fails here, before any model is loaded.
+for _name in SYSTEMS:
+    resolve_system(_name, config["plugins"], source="config/config.yaml (systems)")
+
+
+wildcard_constraints:
+    scale="|".join(re.escape(s) for s in config["backbones"]),
+    task="t1|t2",
+    split="|".join(SPLITS),
+    system="|".join(SYSTEMS),
+
+
+def cell_inputs(wildcards):
+    model = model_path(wildcards.scale)
+    data = DATA[wildcards.task]
+    return {"model": model, "data": data, "checked": [verified(model), verified(data)]}
+
+
+rule control:
+    input:
+        unpack(cell_inputs),
+    output:
+        "results/urd/{scale}/control/{task}/responses.jsonl",
+    params:
+        spec=lambda wc: json.dumps(cell_spec(config, wc.task), sort_keys=True),
+        code=HARNESS_CODE,
+    log:
+        "logs/urd/{scale}/control/{task}.log",
+    shell:
+        "{PY} -m urd.run --checkpoint {input.model} --task {wildcards.task} --data {input.data}"
+        " --system control --spec {params.spec:q} --out {output} 2> {log}"
+
+
+rule session_b:
+    input:
+        unpack(cell_inputs),
+    output:
+        "results/urd/{scale}/{system}/{task}/{split}/responses.jsonl",
+    params:
+        spec=lambda wc: json.dumps(cell_spec(config, wc.task), sort_keys=True),
+        budget=lambda wc: BUDGETS[wc.split],
+        code=HARNESS_CODE,
+    log:
+        "logs/urd/{scale}/{system}/{task}/{split}.log",
+    shell:
+        "{PY} -m urd.run --checkpoint {input.model} --task {wildcards.task} --data {input.data}"
+        " --system {wildcards.system} --split {wildcards.split} --budget {params.budget}"
+        " --spec {params.spec:q} --out {output} 2> {log}"
+
+
+def summary_inputs(wildcards):
+    root = f"results/urd/{wildcards.scale}"
+    return {
+        "control": expand(f"{root}/control/{{task}}/responses.jsonl", task=TASKS),
+        "cells": expand(
+            f"{root}/{{system}}/{{task}}/{{split}}/responses.jsonl",
+            system=SYSTEMS, task=TASKS, split=SPLITS,
+        ),
+        "model_checked": verified(model_path(wildcards.scale)),
+        "manifest": MANIFEST,
+    }
+
+
+rule summary:
+    input:
+        unpack(summary_inputs),
+    output:
+        "results/urd/{scale}/summary.json",
+    params:
+        root="results/urd/{scale}",
+        static=lambda wc: json.dumps(
+            {
+                "config_sha256": config_digest(config),
+                "code_sha256": HARNESS_CODE,
+                "master_seed": config["master_seed"],
+                "checkpoint": config["backbones"][wc.scale]["file"],
+            },
+            sort_keys=True,
+        ),
+        code=code_digest("urd.summarize", "urd.harness.fold", "urd.harness.scoring"),
+    shell:
+        "{PY} -m urd.summarize --scale {wildcards.scale} --root {params.root}"
+        " --static {params.static:q} --checkpoint-stamp {input.model_checked}"
+        " --manifest {input.manifest} --out {output}"

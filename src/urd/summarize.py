@@ -48,12 +48,29 @@ def rescore(root: str | Path) -> tuple[bool, list[str]]:
     return not problems, problems
 
 
+def provenance(args) -> dict:
+    from .io import sha256_file
+    from .provenance import code_digest, git_commit, package_versions
+
+    prov = json.loads(args.static)
+    if args.checkpoint_stamp:
+        prov["checkpoint_sha256"] = Path(args.checkpoint_stamp).read_text().split()[0]
+    if args.manifest:
+        prov["data_manifest_sha256"] = sha256_file(args.manifest)
+    prov["package_code_sha256"] = code_digest("urd")
+    prov["commit"] = git_commit()
+    prov["packages"] = package_versions()
+    return prov
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m urd.summarize")
     ap.add_argument("--rescore", metavar="ROOT", help="rebuild figures from responses and compare")
     ap.add_argument("--scale")
     ap.add_argument("--root")
-    ap.add_argument("--provenance", default="{}")
+    ap.add_argument("--static", default="{}", help="provenance known when the DAG is built (JSON)")
+    ap.add_argument("--checkpoint-stamp", help="the verify stamp of the checkpoint")
+    ap.add_argument("--manifest", help="the data manifest the responses' data was verified against")
     ap.add_argument("--out")
     args = ap.parse_args(argv)
     if args.rescore:
@@ -62,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"rescore: {p}", file=sys.stderr)
         print("rescore: identical" if ok else "rescore: DIFFERENT", file=sys.stderr)
         return 0 if ok else 1
-    summary = {"scale": args.scale, **figures(args.root), "provenance": json.loads(args.provenance)}
+    summary = {"scale": args.scale, **figures(args.root), "provenance": provenance(args)}
     atomic_write_json(args.out, summary)
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
