@@ -43,3 +43,24 @@ def snakemake(workdir: Path, *args: str, check: bool = False) -> subprocess.Comp
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
     return proc
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory) -> Path:
+    from urd.backbone.tiny import write_tiny_checkpoint
+
+    return Path(write_tiny_checkpoint(tmp_path_factory.mktemp("tiny") / "tiny.pth", seed=20260807))
+
+
+@pytest.fixture(scope="session")
+def tiny_backbone(tiny_checkpoint):
+    from urd.backbone.adapter import Backbone
+
+    return Backbone.load(tiny_checkpoint)
+
+
+@pytest.fixture(scope="session")
+def urd_config():
+    from urd.config import load_config
+
+    return load_config(REPO / "config/config.yaml", REPO / "config/schema.yaml")

@@ -39,5 +39,7 @@ class ContextAnswerer:
     def ask(self, query: str, decode: Decode) -> str:
         tokens = self.backbone.tokenizer.encode(query)
         state = self.backbone.clone_state(self._state) if self._state is not None else None
-        gen = self.backbone.generate(tokens, state, max_new_tokens=decode.max_new_tokens, stop=decode.stop)
+        gen = self.backbone.generate(
+            tokens, state, max_new_tokens=decode.max_new_tokens, stop=decode.stop, keep_state=False
+        )
         return gen.text

@@ -21,7 +21,7 @@ class Summary(MemorySystem):
         tokens = self.backbone.tokenizer.encode(prompt)
         self.declare_tokens(len(tokens))
         max_new = int(self.settings.get("max_new_tokens", 64))
-        gen = self.backbone.generate(tokens, None, max_new_tokens=max_new, stop=("\n\n",))
+        gen = self.backbone.generate(tokens, None, max_new_tokens=max_new, stop=("\n\n",), keep_state=False)
         self.declare_tokens(len(gen.tokens))
         return utf8_prefix(gen.text.strip(), budget).encode("utf-8")
 

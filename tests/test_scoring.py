@@ -1,0 +1,105 @@
+"""Judging hand-made responses, and folding them into scores and retention."""
+
+from __future__ import annotations
+
+import pytest
+
+from urd.harness.fold import fold, fold_cell
+from urd.harness.scoring import episode_scores, judge_t1, judge_t2
+
+SEEN = {"kind": "hot", "expected": "7KQ2M9XH4TRA"}
+UNSEEN = {"kind": "unseen", "expected": None}
+
+
+@pytest.mark.parametrize(
+    "query, reply, parsed, verdict",
+    [
+        (SEEN, " 7KQ2M9XH4TRA", "7KQ2M9XH4TRA", "correct"),
+        (SEEN, "The code is 7KQ2M9XH4TRA.\nnoise", "7KQ2M9XH4TRA", "correct"),
+        (SEEN, " 7KQ2M9XH4TRB", "7KQ2M9XH4TRB", "wrong"),
+        (SEEN, " 7KQ2M9XH4TR", None, "wrong"),  # 11 characters is not a value
+        (SEEN, " 7KQ2M9XH4TRAA", None, "wrong"),  # 13 neither
+        (SEEN, " NONE", "NONE", "abstained"),
+        (SEEN, "\n7KQ2M9XH4TRA", "7KQ2M9XH4TRA", "correct"),  # leading blank lines are skipped
+        (SEEN, " banana\n7KQ2M9XH4TRA", None, "wrong"),  # only the first line counts
+        (UNSEEN, " NONE", "NONE", "abstained"),
+        (UNSEEN, " 7KQ2M9XH4TRA", "7KQ2M9XH4TRA", "confabulated"),
+        (UNSEEN, " I am not sure", None, "no_answer"),
+        (UNSEEN, "", None, "no_answer"),
+    ],
+)
+def test_judge_t1(query, reply, parsed, verdict):
+    assert judge_t1(query, reply) == {"parsed": parsed, "verdict": verdict}
+
+
+def test_judge_t2_trigger_detection():
+    assert judge_t2({"kind": "trigger"}, " Logged: plum. ~kv", "~kv")["verdict"] == "applied"
+    assert judge_t2({"kind": "trigger"}, " Logged: plum.", "~kv")["verdict"] == "not_applied"
+    assert judge_t2({"kind": "non_trigger"}, " Logged: saw. ~kv\n", "~kv")["verdict"] == "applied"
+    assert judge_t2({"kind": "trigger"}, " Logged: plum.~kv", "~kv")["verdict"] == "not_applied"
+
+
+def _t1(ep, kind, verdict, **extra):
+    return {"task": "t1", "episode": ep, "kind": kind, "verdict": verdict, **extra}
+
+
+def test_t1_episode_score_and_confabulation():
+    recs = [_t1(0, "hot", "correct"), _t1(0, "hot", "wrong"), _t1(0, "cold", "correct"),
+            _t1(0, "cold", "abstained"), _t1(0, "unseen", "confabulated"), _t1(0, "unseen", "abstained")]
+    s = episode_scores("t1", recs)
+    assert s["score"] == 0.5 and s["confabulation"] == 0.5 and s["cold_correct"] == 1
+
+
+def test_t2_score_is_base_rate_corrected():
+    recs = [{"kind": "trigger", "verdict": "applied"}] * 3 + [{"kind": "trigger", "verdict": "not_applied"}] \
+        + [{"kind": "non_trigger", "verdict": "applied"}] * 2 + [{"kind": "non_trigger", "verdict": "not_applied"}] * 2
+    s = episode_scores("t2", recs)
+    assert s["rate_trigger"] == 0.75 and s["rate_non_trigger"] == 0.5 and s["score"] == 0.25
+    # applying everywhere is no discrimination at all
+    everywhere = [{"kind": k, "verdict": "applied"} for k in ("trigger", "non_trigger") for _ in range(4)]
+    assert episode_scores("t2", everywhere)["score"] == 0
+
+
+def _resp(ep, qid, kind, response, expected, **extra):
+    base = {"task": "t1", "episode": ep, "query_id": qid, "kind": kind, "response": response,
+            "expected": expected, "verdict": "?", "fiche_bytes": 10, "declared_tokens": 5,
+            "metered_tokens": 5, "token_cap": 100, "out_of_contract": False, "budget_bytes": 120}
+    return {**base, **extra}
+
+
+V = "7KQ2M9XH4TRA"
+
+
+def test_retention_is_the_ratio_of_episode_means():
+    # control: episode 0 scores 1.0, episode 1 scores 0.5 -> mean A 0.75
+    control = [_resp(0, "a", "hot", V, V), _resp(0, "b", "hot", V, V),
+               _resp(1, "c", "hot", V, V), _resp(1, "d", "hot", "NONE", V)]
+    # session B: 0.5 and 0.0 -> mean B 0.25; retention 1/3 (not the mean of per-episode ratios, 0.25)
+    b = [_resp(0, "a", "hot", V, V), _resp(0, "b", "hot", "x", V),
+         _resp(1, "c", "hot", "NONE", V), _resp(1, "d", "hot", "NONE", V)]
+    cell = fold_cell("t1", control, b)
+    assert cell["score_A"] == 0.75 and cell["score_B"] == 0.25
+    assert cell["retention"] == round(0.25 / 0.75, 6)
+    assert [e["score_B"] for e in cell["episodes"]] == [0.5, 0.0]
+
+
+def test_retention_is_undefined_when_the_control_scores_zero():
+    control = [_resp(0, "a", "hot", "x", V)]
+    cell = fold_cell("t1", control, [_resp(0, "a", "hot", V, V)])
+    assert cell["retention"] is None
+    assert "score A" in cell["retention_undefined"]
+    assert cell["score_B"] == 1.0
+
+
+def test_fold_rejudges_raw_responses_and_needs_a_control():
+    stored_wrong = _resp(0, "a", "hot", V, V, verdict="wrong")  # the stored verdict is ignored
+    out = fold({("control", "t1", None): [_resp(0, "a", "hot", V, V)], ("s", "t1", "over"): [stored_wrong]})
+    assert out["cells"]["s"]["t1"]["over"]["score_B"] == 1.0
+    with pytest.raises(ValueError, match="no control"):
+        fold({("s", "t1", "over"): [stored_wrong]})
+
+
+def test_out_of_contract_travels_into_the_cell():
+    control = [_resp(0, "a", "hot", V, V)]
+    cell = fold_cell("t1", control, [_resp(0, "a", "hot", V, V, out_of_contract=True)])
+    assert cell["out_of_contract"] is True

@@ -1,0 +1,104 @@
+"""The five baselines, their packing, and the registry's errors."""
+
+from __future__ import annotations
+
+import gzip
+
+import numpy as np
+import pytest
+
+from urd import calibrate
+from urd.errors import InputError
+from urd.harness.context import Decode
+from urd.harness.runner import run_control, run_system
+from urd.systems import registry
+from urd.systems.gzip_tail import longest_fitting_tail, squeeze
+from urd.systems.packing import ENTRY_BYTES, pack_topk, unpack_topk
+from urd.systems.retrieval import pack_lines, ranked_lines
+
+
+@pytest.fixture(scope="module")
+def t1_episode(urd_config):
+    return calibrate.t1_episode(urd_config, 0)
+
+
+def test_gzip_tail_is_the_longest_fitting_tail(t1_episode):
+    text = t1_episode["transcript"]
+    fiche = longest_fitting_tail(text, 120)
+    assert len(fiche) <= 120
+    tail = gzip.decompress(fiche).decode()
+    assert text.endswith(tail) and len(tail) > 40
+    # one more character no longer fits
+    longer = text[len(text) - len(tail) - 1:]
+    assert len(squeeze(longer)) > 120
+    assert longest_fitting_tail(text, 5) == b""  # not even an empty gzip fits
+    assert gzip.decompress(longest_fitting_tail(text, None)).decode() == text
+
+
+def test_retrieval_ranks_hot_lines_first_and_never_cuts_a_line(t1_episode):
+    ranked = ranked_lines(t1_episode["transcript"])
+    hot_keys = {p["key"] for p in t1_episode["pairs"] if p["hot"]}
+    assert len(ranked) == 64  # 96 lines, deduplicated
+    assert all(any(f" {k} " in line for k in hot_keys) for line in ranked[:8])
+    fiche = pack_lines(ranked, 120)
+    assert len(fiche) <= 120
+    assert fiche.decode().split("\n") == ranked[: len(fiche.decode().split("\n"))]
+
+
+def test_topk_packing_roundtrip_and_determinism():
+    flat = np.array([0.5, -3.0, 0.0, 2.0, -2.0, 1.0], dtype=np.float32)
+    fiche = pack_topk(flat, 3 * ENTRY_BYTES + 7)  # room for 3 entries
+    assert len(fiche) == 24
+    back = unpack_topk(fiche, flat.size)
+    # |v| ties (2.0 and -2.0) go to the lower index
+    assert back.tolist() == [0.0, -3.0, 0.0, 2.0, -2.0, 0.0]
+    assert pack_topk(flat, 24) == fiche
+    assert unpack_topk(pack_topk(flat, None), flat.size).tolist() == flat.tolist()
+    with pytest.raises(ValueError, match="multiple of 8"):
+        unpack_topk(b"123", 6)
+
+
+def test_state_carry_fiche_fills_its_budget_with_state_entries(tiny_backbone, urd_config):
+    ep = calibrate.t2_episode(urd_config, 0)
+    ep = {**ep, "queries": ep["queries"][:1]}
+    system = registry.build("state_carry", tiny_backbone)
+    recs = run_system(tiny_backbone, system, "t2", [ep], "over", 120, 10, Decode(2))
+    assert recs[0]["fiche_bytes"] == 120 - 120 % 8
+    # declared = metered = one pass over the transcript
+    assert recs[0]["declared_tokens"] == recs[0]["metered_tokens"] == recs[0]["transcript_tokens"]
+
+
+def test_every_baseline_runs_within_contract_on_tiny(tiny_backbone, urd_config):
+    ep = calibrate.t1_episode(urd_config, 1)
+    ep = {**ep, "queries": ep["queries"][:2]}
+    for name in registry.BUILTIN:
+        system = registry.build(name, tiny_backbone, settings={"max_new_tokens": 4})
+        recs = run_system(tiny_backbone, system, "t1", [ep], "over", 120, 10, Decode(3))
+        assert len(recs) == 2 and all(r["fiche_bytes"] <= 120 for r in recs), name
+        assert all(r["metered_tokens"] <= r["declared_tokens"] <= r["token_cap"] for r in recs), name
+
+
+def test_control_prefills_the_shared_transcript_once(tiny_backbone, urd_config):
+    ep = calibrate.t1_episode(urd_config, 2)
+    ep = {**ep, "queries": ep["queries"][:3]}
+    from urd.backbone.tokenizer import count_tokens
+
+    with tiny_backbone.metered() as m:
+        run_control(tiny_backbone, "t1", [ep], Decode(max_new_tokens=2))
+    query_tokens = sum(count_tokens(q["prompt"]) for q in ep["queries"])
+    # transcript once + each query + at most 1 decode forward per query (2 new tokens, no state kept)
+    assert m.tokens <= count_tokens(ep["transcript"]) + query_tokens + 3
+
+
+@pytest.mark.parametrize(
+    "name, plugins, match",
+    [
+        ("nosuch", {}, r"systems: expected a known system"),
+        ("control", {}, r"reserved 'control'"),
+        ("broken", {"broken": "urd.nosuchmodule:X"}, r"plugins.broken: expected 'module:Class' naming an importable class"),
+        ("noiface", {"noiface": "urd.systems.base:MemorySystem"}, r"a class implementing consolidate"),
+    ],
+)
+def test_registry_errors_are_clear(name, plugins, match):
+    with pytest.raises(InputError, match=match):
+        registry.resolve(name, plugins)
