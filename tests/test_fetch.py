@@ -1,10 +1,20 @@
-"""A loopback HTTP file server for tests: real sockets, Range support, and misbehaviours."""
+"""Checkpoint fetch against a real loopback HTTP server (Range support and misbehaviours)."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
+import subprocess
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from urd.errors import DigestMismatch, InputError
+from urd.fetch import FetchError, SizeMismatch, backbone_sources, fetch_checkpoint, hf_resolve_url
 
 _RANGE = re.compile(r"^bytes=(\d+)-(\d*)$")
 
@@ -86,17 +96,6 @@ class FileServer:
 
 
 # ---------------------------------------------------------------- tests
-
-import hashlib
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-import pytest
-
-from urd.errors import DigestMismatch, InputError
-from urd.fetch import FetchError, SizeMismatch, backbone_sources, fetch_checkpoint, hf_resolve_url
 
 BLOB = hashlib.sha256(b"urd").digest() * 4096  # 128 KiB, deterministic, not all one byte
 BLOB_SHA = hashlib.sha256(BLOB).hexdigest()
