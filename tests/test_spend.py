@@ -1,0 +1,139 @@
+"""Planned spend: pure arithmetic, and the line a real ``snakemake -n`` prints."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from urd.errors import InputError
+from urd.spend import check_prices, format_spend_line, planned_spend, register_spend_preview
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+SNAKEMAKE = Path(sys.executable).with_name("snakemake")
+PRICES = {"as_of": "2026-11-30", "gpu_usd_per_hour": 2.10, "cpu_usd_per_hour": 0.05}
+PRICE_TAIL = "(GPU US$2.10/h, CPU US$0.05/h as of 2026-11-30; API US$0.25)"
+
+
+# ------------------------------------------------------------------ pure functions
+
+def test_planned_spend_sums_and_prices_exactly():
+    jobs = [{"gpu_minutes": 90, "usd_cents": 25, "tmpdir": "/tmp"}, {"cpu_minutes": 12}, {}]
+    s = planned_spend(jobs, PRICES)
+    assert (s["jobs"], s["gpu_minutes"], s["cpu_minutes"], s["usd_cents"]) == (3, 90, 12, 25)
+    # 1.5 h x 2.10 + 0.2 h x 0.05 + 0.25 = 3.15 + 0.01 + 0.25; no float residue
+    assert s["usd_compute"] == Decimal("3.16") and s["usd_api"] == Decimal("0.25") and s["usd_total"] == Decimal("3.41")
+    assert format_spend_line(s) == f"urd planned spend (3 jobs to run): GPU 1.50 h, CPU 0.20 h, US$ 3.41 {PRICE_TAIL}"
+
+
+def test_rounding_is_half_up_at_the_end_and_singular_job():
+    s = planned_spend([{"cpu_minutes": 1}], {**PRICES, "cpu_usd_per_hour": 0.3})  # 0.005 $ -> 0.01
+    assert s["usd_total"] == Decimal("0.01")
+    assert format_spend_line(s).startswith("urd planned spend (1 job to run): GPU 0.00 h, CPU 0.02 h, US$ 0.01")
+
+
+def test_nothing_to_run():
+    assert format_spend_line(planned_spend([], PRICES)) == "urd planned spend: nothing to run, nothing to spend (US$ 0.00)"
+
+
+def test_float_or_negative_resources_are_named():
+    with pytest.raises(InputError, match=r"job 1: resources.gpu_minutes: expected a non-negative integer, got 1.5"):
+        planned_spend([{}, {"gpu_minutes": 1.5}], PRICES)
+    with pytest.raises(InputError, match=r"resources.usd_cents: expected a non-negative integer, got -3"):
+        planned_spend([{"usd_cents": -3}], PRICES)
+
+
+def test_prices_are_checked_field_by_field():
+    assert check_prices({**PRICES, "as_of": dt.date(2026, 11, 30)})["as_of"] == "2026-11-30"  # unquoted YAML
+    with pytest.raises(InputError, match=r"config: prices.gpu_usd_per_hour: expected a non-negative number"):
+        check_prices({**PRICES, "gpu_usd_per_hour": "2.10"})
+    with pytest.raises(InputError, match=r"prices.as_of: expected a date YYYY-MM-DD, got 'last week'"):
+        check_prices({**PRICES, "as_of": "last week"})
+    with pytest.raises(InputError, match=r"prices.tpu_usd_per_hour"):
+        check_prices({**PRICES, "tpu_usd_per_hour": 1})
+
+
+def test_register_rejects_bad_prices_at_parse_time():
+    with pytest.raises(InputError, match="prices.cpu_usd_per_hour"):
+        register_spend_preview(object(), {**PRICES, "cpu_usd_per_hour": -1})
+
+
+# ------------------------------------------------------------------ real snakemake -n
+
+SNAKEFILE = """
+from urd.spend import register_spend_preview
+configfile: "config.yaml"
+register_spend_preview(workflow, config["prices"])
+
+rule tune:
+    output: "a.txt"
+    resources: gpu_minutes=90
+    shell: "echo a > {output}"
+
+rule pack:
+    input: "a.txt"
+    output: "b.txt"
+    resources: cpu_minutes=12
+    shell: "echo b > {output}"
+
+rule judge:
+    input: "b.txt" if not config.get("broken") else "missing.txt"
+    output: "c.txt"
+    resources: usd_cents=25
+    shell: "echo c > {output}"
+"""
+
+CONFIG = """
+prices:
+  as_of: 2026-11-30
+  gpu_usd_per_hour: 2.10
+  cpu_usd_per_hour: 0.05
+"""
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    (tmp_path / "Snakefile").write_text(SNAKEFILE)
+    (tmp_path / "config.yaml").write_text(CONFIG)
+    return tmp_path
+
+
+def smk(wd: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    r = subprocess.run([str(SNAKEMAKE), "-c1", *args], cwd=wd, env=env, capture_output=True, text=True, timeout=120)
+    return r
+
+
+def last_line(r: subprocess.CompletedProcess) -> str:
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "not computed" not in r.stderr and "Exception ignored" not in r.stderr, r.stderr
+    return r.stdout.rstrip("\n").splitlines()[-1]
+
+
+@pytest.mark.slow
+def test_dry_run_prints_spend_and_skips_finished_jobs(workdir):
+    full = f"urd planned spend (3 jobs to run): GPU 1.50 h, CPU 0.20 h, US$ 3.41 {PRICE_TAIL}"
+    assert last_line(smk(workdir, "-n", "c.txt")) == full
+    assert last_line(smk(workdir, "c.txt", "-n", "-q")) == full
+
+    real = smk(workdir, "a.txt")  # run the GPU job for real: it must drop out of the plan
+    assert real.returncode == 0 and (workdir / "a.txt").exists(), real.stderr
+    assert "urd planned spend" not in real.stdout + real.stderr  # only dry runs report
+    assert last_line(smk(workdir, "-n", "c.txt")) == (
+        f"urd planned spend (2 jobs to run): GPU 0.00 h, CPU 0.20 h, US$ 0.26 {PRICE_TAIL}"
+    )
+
+    assert smk(workdir, "c.txt").returncode == 0
+    assert last_line(smk(workdir, "-n", "c.txt")) == "urd planned spend: nothing to run, nothing to spend (US$ 0.00)"
+
+
+@pytest.mark.slow
+def test_failed_dry_run_prints_no_spend(workdir):
+    r = smk(workdir, "-n", "c.txt", "--config", "broken=1")
+    assert r.returncode != 0 and "missing.txt" in r.stdout + r.stderr
+    assert "urd planned spend" not in r.stdout + r.stderr
