@@ -9,12 +9,16 @@ import sys
 
 from urd.config import config_digest, validate_config
 from urd.provenance import code_digest
+from urd.spend import register_spend_preview
 
 
 configfile: "config/config.yaml"
 
 
 validate_config(config, "config/schema.yaml", source="config/config.yaml (+ --config)")
+
+# `snakemake -n` ends with the planned spend of the jobs still to run (GPU, CPU, API dollars).
+register_spend_preview(workflow, config["prices"], where="config/config.yaml")
 
 # The interpreter that runs Snakemake has urd installed; jobs use the same one.
 PY = sys.executable

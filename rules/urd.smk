@@ -21,6 +21,7 @@ rule oracle:
 
 # --- the benchmark: control (score A), session B per system x split, fold -------------------
 
+from urd.estimate import control_cpu_minutes, session_b_cpu_minutes
 from urd.run import cell_spec
 from urd.systems.registry import resolve as resolve_system
 
@@ -60,6 +61,8 @@ rule control:
     params:
         spec=lambda wc: json.dumps(cell_spec(config, wc.task), sort_keys=True),
         code=HARNESS_CODE,
+    resources:
+        cpu_minutes=lambda wc: control_cpu_minutes(config, wc.scale, wc.task),
     log:
         "logs/urd/{scale}/control/{task}.log",
     shell:
@@ -76,6 +79,10 @@ rule session_b:
         spec=lambda wc: json.dumps(cell_spec(config, wc.task), sort_keys=True),
         budget=lambda wc: BUDGETS[wc.split],
         code=HARNESS_CODE,
+    resources:
+        cpu_minutes=lambda wc: session_b_cpu_minutes(
+            config, wc.scale, wc.task, wc.system, wc.split
+        ),
     log:
         "logs/urd/{scale}/{system}/{task}/{split}.log",
     shell:
