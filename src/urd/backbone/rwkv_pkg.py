@@ -3,7 +3,8 @@
 `rwkv.model` decides at import time which architecture `RWKV` means: RWKV_V7_ON=1 must be in the
 environment before the first import, or the module silently builds the v4/v5/v6 classes. We set it
 here and fail loudly if someone imported it earlier without it. The package prints banners on
-stdout; they go to stderr so stdout stays clean for callers that pipe it.
+stdout; they go to stderr so stdout stays clean for callers that pipe it. Its use of the
+deprecated torch.jit API is the package's business: those DeprecationWarnings are silenced here.
 """
 
 from __future__ import annotations
@@ -11,8 +12,16 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import warnings
 
 from ..errors import UrdError
+
+
+@contextlib.contextmanager
+def _quiet():
+    with contextlib.redirect_stdout(sys.stderr), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"torch\.jit")
+        yield
 
 
 def rwkv_model():
@@ -20,7 +29,7 @@ def rwkv_model():
     already = "rwkv.model" in sys.modules
     if not already:
         os.environ["RWKV_V7_ON"] = "1"
-    with contextlib.redirect_stdout(sys.stderr):
+    with _quiet():
         import rwkv.model as rm
     if not hasattr(rm, "RWKV_x070"):
         raise UrdError(
@@ -36,5 +45,5 @@ def load_rwkv7(checkpoint_stem: str, strategy: str):
     Note: the package keeps DTYPE/DEVICE as module globals, set by the last model built; keep
     one strategy per process."""
     rm = rwkv_model()
-    with contextlib.redirect_stdout(sys.stderr):
+    with _quiet():
         return rm.RWKV_x070(model=checkpoint_stem, strategy=strategy)

@@ -1,0 +1,125 @@
+"""CPU timings of the backbone on random weights: `python -m urd.backbone.bench [--out F.json]`.
+
+Each stage runs in its own process so peak RSS belongs to that stage alone. Speeds are the best
+of `--repeats` runs (the machine may be shared); token ids are fixed pseudo-random ids.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+SHAPES = {"tiny": dict(n_layer=2, n_embd=128), "0.1b": dict(n_layer=12, n_embd=768)}
+
+
+def _tokens(n: int, seed: int = 0) -> list[int]:
+    import torch
+
+    return torch.randint(1, 65530, (n,), generator=torch.Generator().manual_seed(seed)).tolist()
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def stage_inference(shape: str, prefill_tokens: int, decode_tokens: int, repeats: int) -> dict:
+    from .adapter import Backbone
+    from .tiny import write_tiny_checkpoint
+
+    with tempfile.TemporaryDirectory() as d:
+        t = time.perf_counter()
+        path = write_tiny_checkpoint(os.path.join(d, "m.pth"), seed=0, **SHAPES[shape])
+        write_s = time.perf_counter() - t
+        t = time.perf_counter()
+        bb = Backbone.load(path)
+        load_s = time.perf_counter() - t
+    toks = _tokens(prefill_tokens)
+    bb.prefill(toks[:16])  # warm-up: TorchScript compiles on first calls
+    prefill = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        logits, state = bb.prefill(toks, None)
+        prefill.append(time.perf_counter() - t)
+    decode = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        bb.generate(toks[-8:], state, max_new_tokens=decode_tokens, stop=(), keep_state=False)
+        # prefill of 8 prompt tokens included; negligible next to the decode steps
+        decode.append((time.perf_counter() - t) / decode_tokens)
+    return {"shape": shape, **SHAPES[shape], "checkpoint_write_s": round(write_s, 3),
+            "load_s": round(load_s, 3), "prefill_tokens": prefill_tokens,
+            "prefill_s": round(min(prefill), 3),
+            "prefill_tokens_per_s": round(prefill_tokens / min(prefill), 1),
+            "decode_ms_per_token": round(1000 * min(decode), 2), "peak_rss_mb": round(_peak_rss_mb())}
+
+
+def stage_train(shape: str, tokens: int, repeats: int, checkpoint_layers: bool) -> dict:
+    import torch
+
+    from .rwkv7_torch import RWKV7
+    from .tiny import random_state_dict
+
+    m = RWKV7(random_state_dict(0, **SHAPES[shape]), checkpoint_layers=checkpoint_layers)
+    rss_weights = _peak_rss_mb()
+    toks = torch.tensor(_tokens(tokens))
+    runs = []
+    for _ in range(repeats):
+        ts = m.zero_time_state(requires_grad=True)
+        t = time.perf_counter()
+        loss = m.loss(toks, ts)
+        f = time.perf_counter() - t
+        loss.backward()
+        runs.append((f, time.perf_counter() - t))
+    f, total = min(runs, key=lambda r: r[1])
+    return {"shape": shape, **SHAPES[shape], "tokens": tokens, "checkpoint_layers": checkpoint_layers,
+            "forward_s": round(f, 2), "forward_backward_s": round(total, 2),
+            "forward_backward_s_per_512": round(total * 512 / tokens, 2),
+            "peak_rss_mb": round(_peak_rss_mb()), "rss_after_weights_mb": round(rss_weights),
+            "threads": torch.get_num_threads()}
+
+
+def _child(args: list[str]) -> dict:
+    out = subprocess.run([sys.executable, "-m", "urd.backbone.bench", "--stage", *args],
+                         check=True, stdout=subprocess.PIPE, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--out")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--stage", nargs="+", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.stage:
+        kind, shape, *rest = a.stage
+        if kind == "inference":
+            res = stage_inference(shape, int(rest[0]), int(rest[1]), a.repeats)
+        else:
+            res = stage_train(shape, int(rest[0]), a.repeats, rest[1] == "1")
+        print(json.dumps(res))
+        return 0
+    r = str(a.repeats)
+    results = {
+        "inference": [_child(["inference", "tiny", "2048", "64", "--repeats", r]),
+                      _child(["inference", "0.1b", "512", "32", "--repeats", r])],
+        "train": [_child(["train", "0.1b", "512", "0", "--repeats", r]),
+                  _child(["train", "0.1b", "2048", "0", "--repeats", "1"]),
+                  _child(["train", "0.1b", "2048", "1", "--repeats", "1"])],
+        "cpu_count": os.cpu_count(),
+    }
+    if a.out:
+        from ..io import atomic_write_json
+
+        atomic_write_json(a.out, results)
+    print(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

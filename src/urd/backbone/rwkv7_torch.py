@@ -1,0 +1,174 @@
+"""A differentiable RWKV-7 forward over the same checkpoints, for state-tuning.
+
+The `rwkv` package runs under torch.no_grad(), so learning an initial WKV state (`time_state`,
+[n_layer, n_head, head_size, head_size] in the package's [head, value, key] layout, so it can be
+dropped into the package's state list as is) needs a forward of our own. Weights are frozen
+(fp32, no grad); gradients flow only to what the caller marks: time_state, optionally the shifts.
+
+Memory stays bounded: the WKV recurrence keeps states only at chunk boundaries (see wkv.py),
+`loss` never materialises all T x vocab logits at once, and checkpoint_layers recomputes each
+block's activations in backward instead of keeping them (trade time for memory).
+
+Numerics follow rwkv 0.8.32's CPU path (RWKV_x070): ln0 folded into the embedding, decay
+exp(-e^-0.5 * sigmoid(.)), group-norm eps 64e-5; the tests bound the difference to its logits.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
+
+from ..errors import InputError
+from .wkv import wkv7
+
+_LINEAR = ("receptance.weight", "key.weight", "value.weight", "output.weight")
+
+
+class RWKV7:
+    def __init__(self, weights: dict[str, torch.Tensor], device="cpu", *, wkv_chunk: int = 64,
+                 checkpoint_layers: bool = False):
+        if any(".s_emb" in k for k in weights):
+            raise InputError("checkpoint", "tensors", "a plain RWKV-7 (no DeepEmbed)", "s_emb found")
+        self.device = torch.device(device)
+        self.n_head, self.head_size = weights["blocks.0.att.r_k"].shape
+        # vectors are stored (1, 1, C) and r_k (H, N); flatten them as the package does
+        flat = lambda k, t: t.dim() == 3 or k.endswith("att.r_k")
+        self.z = {k: (t.reshape(-1) if flat(k, t) else t).to(self.device, torch.float32)
+                  for k, t in weights.items()}
+        self.vocab_size, self.n_embd = self.z["emb.weight"].shape
+        self.n_layer = 1 + max(int(k.split(".")[1]) for k in self.z if k.startswith("blocks."))
+        self.wkv_chunk, self.checkpoint_layers = wkv_chunk, checkpoint_layers
+        self.tokens_processed = 0  # every token through forward/loss (the contract's unit)
+
+    @classmethod
+    def load(cls, checkpoint_path: str | os.PathLike, device="cpu", **kw) -> "RWKV7":
+        path = os.fspath(checkpoint_path)
+        path = path if path.endswith(".pth") else path + ".pth"
+        if not os.path.isfile(path):
+            raise InputError(path, "checkpoint", "an existing .pth file", "missing")
+        return cls(torch.load(path, map_location="cpu", mmap=True, weights_only=True), device, **kw)
+
+    @property
+    def time_state_shape(self) -> tuple[int, int, int, int]:
+        return (self.n_layer, self.n_head, self.head_size, self.head_size)
+
+    def zero_time_state(self, requires_grad: bool = False) -> torch.Tensor:
+        return torch.zeros(self.time_state_shape, device=self.device, requires_grad=requires_grad)
+
+    # --- blocks ------------------------------------------------------------------------------
+    def _tmix(self, i, x, shift, s0, v_first):
+        z, p, H, N = self.z, f"blocks.{i}.att.", self.n_head, self.head_size
+        T, C = x.shape
+        xx = torch.cat((shift.unsqueeze(0), x[:-1])) - x
+        xr, xw, xk, xv, xa, xg = (x + xx * z[p + m] for m in ("x_r", "x_w", "x_k", "x_v", "x_a", "x_g"))
+        r = F.linear(xr, z[p + "receptance.weight"])
+        w = torch.tanh(xw @ z[p + "w1"]) @ z[p + "w2"]
+        k = F.linear(xk, z[p + "key.weight"])
+        v = F.linear(xv, z[p + "value.weight"])
+        a = torch.sigmoid(z[p + "a0"] + (xa @ z[p + "a1"]) @ z[p + "a2"])
+        g = torch.sigmoid(xg @ z[p + "g1"]) @ z[p + "g2"]
+        kk = F.normalize((k * z[p + "k_k"]).view(T, H, N), dim=-1, p=2.0).view(T, C)
+        k = k * (1 + (a - 1) * z[p + "k_a"])
+        if i == 0:
+            v_first = v
+        else:
+            v = v + (v_first - v) * torch.sigmoid(z[p + "v0"] + (xv @ z[p + "v1"]) @ z[p + "v2"])
+        w = torch.exp(-0.606531 * torch.sigmoid(z[p + "w0"] + w))  # 0.606531 = exp(-0.5)
+        hv = lambda t: t.view(T, H, N)
+        y, sT = wkv7(s0, hv(r), hv(w), hv(k), hv(v), hv(-kk), hv(kk * a), self.wkv_chunk)
+        y = F.group_norm(y.reshape(T, C), H, z[p + "ln_x.weight"], z[p + "ln_x.bias"], eps=64e-5)
+        y = y + ((r * k * z[p + "r_k"]).view(T, H, N).sum(-1, keepdim=True) * v.view(T, H, N)).view(T, C)
+        return F.linear(y * g, z[p + "output.weight"]), x[-1], sT, v_first
+
+    def _cmix(self, i, x, shift):
+        z, p = self.z, f"blocks.{i}.ffn."
+        xx = torch.cat((shift.unsqueeze(0), x[:-1])) - x
+        k = torch.relu(F.linear(x + xx * z[p + "x_k"], z[p + "key.weight"])) ** 2
+        return F.linear(k, z[p + "value.weight"]), x[-1]
+
+    def _ln(self, x, name):
+        return F.layer_norm(x, (self.n_embd,), self.z[name + ".weight"], self.z[name + ".bias"])
+
+    def _block(self, i, x, att_shift, s0, ffn_shift, v_first):
+        dx, att_last, sT, v_first = self._tmix(i, self._ln(x, f"blocks.{i}.ln1"), att_shift, s0, v_first)
+        x = x + dx
+        dx, ffn_last = self._cmix(i, self._ln(x, f"blocks.{i}.ln2"), ffn_shift)
+        return x + dx, att_last, sT, ffn_last, v_first
+
+    # --- forward -----------------------------------------------------------------------------
+    def _tokens(self, tokens) -> torch.Tensor:
+        t = torch.as_tensor(tokens, dtype=torch.long, device=self.device).reshape(-1)
+        if t.numel() == 0:
+            raise InputError("tokens", "tokens", "at least one token", 0)
+        if int(t.min()) < 0 or int(t.max()) >= self.vocab_size:
+            raise InputError("tokens", "token id", f"in [0, {self.vocab_size})",
+                             int(t.min()) if int(t.min()) < 0 else int(t.max()))
+        return t
+
+    def hidden(self, tokens, time_state=None, *, shifts=None):
+        """Final-layer-normed hidden states [T, C] and the state after the last token, as a
+        package-layout list (time-mix shift, WKV, channel-mix shift per layer).
+
+        shifts: optional [n_layer, 2, n_embd] initial token shifts (time-mix, channel-mix)."""
+        toks = self._tokens(tokens)
+        L, C = self.n_layer, self.n_embd
+        if time_state is None:
+            time_state = self.zero_time_state()
+        if tuple(time_state.shape) != self.time_state_shape:
+            raise InputError("time_state", "shape", self.time_state_shape, tuple(time_state.shape))
+        if shifts is None:
+            shifts = torch.zeros(L, 2, C, device=self.device)
+        if tuple(shifts.shape) != (L, 2, C):
+            raise InputError("shifts", "shape", (L, 2, C), tuple(shifts.shape))
+        self.tokens_processed += toks.numel()
+        # ln0 is row-wise, so normalising only the rows we use equals the package's folded table
+        x = self._ln(self.z["emb.weight"][toks], "blocks.0.ln0")
+        v_first = torch.empty(0, device=self.device)
+        state = []
+        for i in range(L):
+            args = (i, x, shifts[i, 0], time_state[i], shifts[i, 1], v_first)
+            if self.checkpoint_layers and torch.is_grad_enabled():
+                out = checkpoint(self._block, *args, use_reentrant=False)
+            else:
+                out = self._block(*args)
+            x, att_last, sT, ffn_last, v_first = out
+            state += [att_last, sT, ffn_last]
+        return self._ln(x, "ln_out"), state
+
+    def forward(self, tokens, time_state=None, *, shifts=None, return_state: bool = False):
+        """Logits [T, vocab] for every position (and the final state if return_state)."""
+        h, state = self.hidden(tokens, time_state, shifts=shifts)
+        logits = F.linear(h, self.z["head.weight"])
+        return (logits, state) if return_state else logits
+
+    __call__ = forward
+
+    def loss(self, tokens, time_state=None, *, targets=None, shifts=None, head_chunk: int = 256):
+        """Mean next-token cross-entropy. targets: [T] ids, -100 = ignored; default predicts
+        tokens[1:] from tokens[:-1]. The head runs in checkpointed chunks: a 2K x 65536 logit
+        matrix (and its softmax and gradient) is never held whole."""
+        toks = self._tokens(tokens)
+        if targets is None:
+            targets = torch.cat((toks[1:], toks.new_full((1,), -100)))
+        targets = torch.as_tensor(targets, dtype=torch.long, device=self.device)
+        if targets.shape != toks.shape:
+            raise InputError("targets", "shape", tuple(toks.shape), tuple(targets.shape))
+        n = int((targets != -100).sum())
+        if n == 0:
+            raise InputError("targets", "targets", "at least one target", 0)
+        h, _ = self.hidden(toks, time_state, shifts=shifts)
+
+        def chunk_nll(hc, tc):
+            return F.cross_entropy(F.linear(hc, self.z["head.weight"]), tc, ignore_index=-100, reduction="sum")
+
+        total = h.new_zeros(())
+        for s in range(0, h.shape[0], head_chunk):
+            hc, tc = h[s: s + head_chunk], targets[s: s + head_chunk]
+            if torch.is_grad_enabled():
+                total = total + checkpoint(chunk_nll, hc, tc, use_reentrant=False)
+            else:
+                total = total + chunk_nll(hc, tc)
+        return total / n

@@ -1,0 +1,143 @@
+"""Differentiable RWKV-7: exact adjoint of the WKV recurrence, logits equal to the rwkv package's
+(non-zero initial state), gradients reach time_state and a step of descent lowers the loss."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from urd.backbone.rwkv7_torch import RWKV7
+from urd.backbone.rwkv_pkg import load_rwkv7
+from urd.backbone.tiny import write_tiny_checkpoint
+from urd.backbone.wkv import wkv7, wkv7_reference
+from urd.errors import InputError
+
+TOL = dict(rtol=1e-4, atol=1e-4)  # fp32, 2-3 layers: observed max |diff| ~1e-5 on logits ~10
+
+
+def _wkv_inputs(T=7, H=2, N=4, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    d = torch.float64
+    s0 = torch.randn(H, N, N, generator=g, dtype=d)
+    r, k, v = (torch.randn(T, H, N, generator=g, dtype=d) for _ in range(3))
+    w = 0.5 + 0.5 * torch.rand(T, H, N, generator=g, dtype=d)
+    kk = F.normalize(torch.randn(T, H, N, generator=g, dtype=d), dim=-1)
+    iclr = torch.rand(T, H, N, generator=g, dtype=d)
+    return [x.requires_grad_() for x in (s0, r, w, k, v, -kk, kk * iclr)]
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 64])
+def test_wkv_gradient_is_exact(chunk):
+    xs = _wkv_inputs()
+    assert torch.autograd.gradcheck(lambda *a: wkv7(*a, chunk=chunk), xs)
+    y1, s1 = wkv7(*xs, chunk=chunk)
+    y2, s2 = wkv7_reference(*xs)
+    torch.testing.assert_close(y1, y2)
+    torch.testing.assert_close(s1, s2)
+
+
+def test_wkv_gradient_when_only_the_initial_state_is_trained():
+    s0, *rest = _wkv_inputs(seed=1)
+    rest = [x.detach() for x in rest]  # layer 0: inputs do not depend on any state
+    assert torch.autograd.gradcheck(lambda s: wkv7(s, *rest, chunk=3), (s0,))
+
+
+@pytest.fixture(scope="module", params=[(2, 128), (3, 192)], ids=["tiny-L2-D128", "L3-D192"])
+def pair(request, tmp_path_factory):
+    n_layer, n_embd = request.param
+    path = write_tiny_checkpoint(tmp_path_factory.mktemp("m") / "m.pth", seed=21,
+                                 n_layer=n_layer, n_embd=n_embd)
+    return load_rwkv7(path[:-4], "cpu fp32"), RWKV7.load(path, wkv_chunk=16)
+
+
+def _random_state(m, seed):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(m.time_state_shape, generator=g),
+            torch.randn(m.n_layer, 2, m.n_embd, generator=g))
+
+
+def _package_state(ts, shifts):
+    st = []
+    for i in range(ts.shape[0]):
+        st += [shifts[i, 0].clone(), ts[i].clone(), shifts[i, 1].clone()]
+    return st
+
+
+def test_logits_match_rwkv_package_with_nonzero_state(pair):
+    pkg, m = pair
+    ts, shifts = _random_state(m, 0)
+    toks = torch.randint(1, 65530, (48,), generator=torch.Generator().manual_seed(1)).tolist()
+    ref, ref_state = pkg.forward(toks, _package_state(ts, shifts), full_output=True)
+    out, state = m.forward(toks, ts, shifts=shifts, return_state=True)
+    assert out.shape == (48, 65536)
+    torch.testing.assert_close(out, ref, **TOL)
+    for a, b in zip(state, ref_state):
+        torch.testing.assert_close(a, b, **TOL)
+    # WKV state only (shifts zero), as state-tuning uses it
+    ref2, _ = pkg.forward(toks, _package_state(ts, torch.zeros_like(shifts)), full_output=True)
+    torch.testing.assert_close(m.forward(toks, ts), ref2, **TOL)
+    # and the state matters: the zero state gives different logits
+    assert not torch.allclose(m.forward(toks), ref2, atol=1e-2)
+
+
+def test_loss_equals_cross_entropy_of_full_logits(pair):
+    _, m = pair
+    ts, _ = _random_state(m, 2)
+    toks = torch.randint(1, 65530, (160,), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        ref = F.cross_entropy(m.forward(toks, ts)[:-1], toks[1:])
+        torch.testing.assert_close(m.loss(toks, ts, head_chunk=128), ref, **TOL)
+        tg = toks.clone()
+        tg[:100] = -100  # train on the tail only
+        tg = torch.cat((tg[1:], tg.new_full((1,), -100)))
+        ref_tail = F.cross_entropy(m.forward(toks, ts)[99:-1], toks[100:])
+        torch.testing.assert_close(m.loss(toks, ts, targets=tg), ref_tail, **TOL)
+
+
+def test_gradient_reaches_time_state_and_a_step_lowers_loss(pair):
+    _, m = pair
+    toks = torch.randint(1, 65530, (96,), generator=torch.Generator().manual_seed(4))
+    ts = (0.3 * _random_state(m, 5)[0]).requires_grad_()
+    loss = m.loss(toks, ts)
+    loss.backward()
+    grad = ts.grad.clone()
+    assert torch.isfinite(grad).all()
+    assert all(grad[i].abs().sum() > 0 for i in range(m.n_layer))  # every layer's state learns
+    # directional finite difference agrees with the analytic gradient
+    d = grad / grad.norm()
+    eps = 1e-2
+    with torch.no_grad():
+        fd = (m.loss(toks, ts + eps * d) - m.loss(toks, ts - eps * d)) / (2 * eps)
+    assert abs(fd.item() - grad.norm().item()) <= 0.05 * grad.norm().item()
+    opt = torch.optim.Adam([ts], lr=1e-2)
+    opt.step()
+    with torch.no_grad():
+        assert m.loss(toks, ts) < loss.detach()
+
+
+def test_checkpointed_layers_and_wkv_chunk_do_not_change_gradients(tmp_path):
+    path = write_tiny_checkpoint(tmp_path / "c.pth", seed=8)
+    toks = torch.randint(1, 65530, (50,), generator=torch.Generator().manual_seed(6))
+    grads = []
+    for kw in (dict(wkv_chunk=64), dict(wkv_chunk=7, checkpoint_layers=True)):
+        m = RWKV7.load(path, **kw)
+        ts = m.zero_time_state(requires_grad=True)
+        m.loss(toks, ts).backward()
+        grads.append(ts.grad)
+    torch.testing.assert_close(grads[0], grads[1], rtol=1e-4, atol=1e-6)
+
+
+def test_token_meter_and_input_checks(pair):
+    _, m = pair
+    before = m.tokens_processed
+    with torch.no_grad():
+        m.forward([1, 2, 3])
+        m.loss([1, 2, 3, 4])
+    assert m.tokens_processed - before == 7
+    with pytest.raises(InputError):
+        m.forward([1, 2], torch.zeros(1, 1, 64, 64))
+    with pytest.raises(InputError):
+        m.forward([])
+    with pytest.raises(InputError):
+        m.forward([65536])
+    with pytest.raises(InputError):
+        m.loss([1])  # nothing to predict
