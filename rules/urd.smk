@@ -32,7 +32,7 @@ SYSTEMS = list(config["systems"])
 DATA = {"t1": T1_DATA, "t2": T2_DATA}
 HARNESS_CODE = code_digest(
     "urd.run", "urd.harness", "urd.systems", "urd.backbone.adapter", "urd.backbone.state",
-    "urd.backbone.rwkv_pkg", "urd.backbone.tokenizer", "urd.tasks",
+    "urd.backbone.rwkv_pkg", "urd.backbone.tokenizer", "urd.tasks", "urd.replay.artifact",
 )
 
 # A system that does not exist or lacks the interface fails here, before any model is loaded.
@@ -70,14 +70,20 @@ rule control:
         " --system control --spec {params.spec:q} --out {output} 2> {log}"
 
 
+def session_b_inputs(wildcards):
+    # replay systems also read their tuning artifacts (replay_inputs: rules/replay.smk)
+    return {**cell_inputs(wildcards), **replay_inputs(wildcards)}
+
+
 rule session_b:
     input:
-        unpack(cell_inputs),
+        unpack(session_b_inputs),
     output:
         "results/urd/{scale}/{system}/{task}/{split}/responses.jsonl",
     params:
         spec=lambda wc: json.dumps(cell_spec(config, wc.task), sort_keys=True),
         budget=lambda wc: BUDGETS[wc.split],
+        artifacts=lambda wc: replay_artifacts_arg(wc),
         code=HARNESS_CODE,
     resources:
         cpu_minutes=lambda wc: session_b_cpu_minutes(
@@ -88,7 +94,7 @@ rule session_b:
     shell:
         "{PY} -m urd.run --checkpoint {input.model} --task {wildcards.task} --data {input.data}"
         " --system {wildcards.system} --split {wildcards.split} --budget {params.budget}"
-        " --spec {params.spec:q} --out {output} 2> {log}"
+        " --spec {params.spec:q} {params.artifacts} --out {output} 2> {log}"
 
 
 def summary_inputs(wildcards):

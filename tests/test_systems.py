@@ -72,6 +72,8 @@ def test_every_baseline_runs_within_contract_on_tiny(tiny_backbone, urd_config):
     ep = calibrate.t1_episode(urd_config, 1)
     ep = {**ep, "queries": ep["queries"][:2]}
     for name in registry.BUILTIN:
+        if getattr(registry.resolve(name), "needs_artifacts", False):
+            continue  # replay systems read a tuning job's artifact: tests/test_replay.py
         system = registry.build(name, tiny_backbone, settings={"max_new_tokens": 4})
         recs = run_system(tiny_backbone, system, "t1", [ep], "over", 120, 10, Decode(3))
         assert len(recs) == 2 and all(r["fiche_bytes"] <= 120 for r in recs), name

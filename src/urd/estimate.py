@@ -16,6 +16,7 @@ QUERY_TOKENS = 16
 FICHE_CONTEXT_TOKENS = {"over": 60, "sanity": 400}
 CONSOLIDATION = {  # (prefill passes over the transcript, decoded tokens)
     "vanilla": (0, 0), "gzip_tail": (0, 0), "retrieval": (0, 0), "state_carry": (1, 0),
+    "replay_tune": (0, 0), "replay_banc": (0, 0),  # read an artifact; tuning is its own job
 }
 
 
@@ -56,3 +57,28 @@ def session_b_cpu_minutes(config: dict, scale: str, task: str, system: str, spli
         passes, written = CONSOLIDATION.get(system, (1, 0))
     prefill = eps * (passes * TRANSCRIPT_TOKENS[task] + FICHE_CONTEXT_TOKENS.get(split, 400) + q * QUERY_TOKENS)
     return _minutes(config, scale, prefill, eps * (written + q * decode))
+
+
+# --- tuning jobs (urd.replay.tune): GPU minutes, run time and memory ------------------------
+# A tuning job is billed as GPU minutes: it holds one GPU from start to end. Its length is the
+# trained tokens (forward + backward) at the scale's stated throughput (config `train_speed`,
+# each entry saying whether it was measured or assumed) plus the stated start-up time.
+
+
+def tune_minutes(config: dict, scale: str, trained_tokens: int) -> int:
+    speeds = config.get("train_speed", {})
+    if scale not in speeds:
+        from .errors import InputError
+
+        raise InputError("config/config.yaml", f"train_speed.{scale}",
+                         "the tuning throughput of this scale (tokens_per_s, load_s, mem_mb)")
+    s = speeds[scale]
+    return max(1, math.ceil((trained_tokens / s["tokens_per_s"] + s["load_s"]) / 60))
+
+
+def tune_resources(config: dict, scale: str, trained_tokens: int) -> dict:
+    """Resources a tuning rule declares: one GPU (the SLURM profile routes it to the gpu
+    partition), the billed GPU minutes, a wall-time limit with headroom, host memory."""
+    minutes = tune_minutes(config, scale, trained_tokens)
+    return {"gpu": 1, "gpu_minutes": minutes, "runtime": 2 * minutes + 10,
+            "mem_mb": config["train_speed"][scale]["mem_mb"]}

@@ -3,6 +3,7 @@
     python -m urd.run --checkpoint models/m.pth --task t1 --data data/c1/t1.jsonl \
         --system control --spec '{...}' --out results/urd/tiny/control/t1/responses.jsonl
     python -m urd.run ... --system gzip_tail --split over --budget 120 ...
+    python -m urd.run ... --system replay_tune ... --artifacts artifacts/replay/tiny/replay_tune
 
 The spec is the slice of the validated config the cell depends on (decode lengths, contract
 factor, episode and query limits, system settings and plug-ins), passed by the rule as JSON.
@@ -49,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--split", default=None)
     ap.add_argument("--budget", type=int, default=None)
     ap.add_argument("--spec", required=True)
+    ap.add_argument("--artifacts", default=None, help="tuning artifacts of the system's recipe (replay systems)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
     spec = json.loads(args.spec)
@@ -66,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
             records = run_control(backbone, args.task, episodes, decode, label=f"control/{args.task}")
         else:
             settings = spec.get("system_settings", {}).get(args.system, {})
+            if args.artifacts:
+                settings = {**settings, "artifacts": args.artifacts}
             system = registry.build(args.system, backbone, spec.get("plugins"), settings)
             records = run_system(backbone, system, args.task, episodes, args.split, args.budget,
                                  spec["consolidation_factor"], decode)

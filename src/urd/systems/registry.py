@@ -17,6 +17,8 @@ BUILTIN = {
     "retrieval": "urd.systems.retrieval:Retrieval",
     "summary": "urd.systems.summary:Summary",
     "state_carry": "urd.systems.state_carry:StateCarry",
+    "replay_tune": "urd.systems.replay:ReplayTune",
+    "replay_banc": "urd.systems.replay:ReplayBanc",
 }
 
 RESERVED = {"control"}  # the in-session control's results directory

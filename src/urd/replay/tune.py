@@ -1,0 +1,166 @@
+"""The tuning job: learn the initial WKV state on one transcript, write the artifact.
+
+    python -m urd.replay.tune --checkpoint models/m.pth --checkpoint-stamp S --data data/t2.jsonl \
+        --task t2 --episode 0 --sha256 <transcript sha256> --recipe replay_tune --scale tiny \
+        --settings '{...}' --factor 10 --threads 1 --out-dir artifacts/replay/tiny/replay_tune/<sha256>
+
+Only time_state ([n_layer, n_head, N, N], the rwkv package's WKV layout) is trained, from zeros,
+with Adam, cosine learning rate and gradient-norm clipping; weights stay frozen (the recipe of
+RWKV-PEFT's state tuning). The trained tokens are metered on the model (every token through the
+differentiable forward), not computed, and must equal steps x ctx.
+
+Determinism: nothing is random (zero init, fixed windows), so on one machine and thread count the
+same inputs give the same time_state bytes. Across CPUs, thread counts or a GPU, float reduction
+order differs and the bytes may too; costs.json records the device and threads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import resource
+import sys
+import time
+from pathlib import Path
+
+from ..errors import InputError, UrdError
+from ..io import read_jsonl
+from .artifact import write_artifact
+from .recipe import Recipe, resolve
+
+
+def device_name(device) -> str:
+    import torch
+
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"cpu ({platform.processor() or platform.machine()})"
+
+
+def tune_state(model, tokens: list[int], recipe: Recipe, log=None):
+    """Train model's initial WKV state on `tokens` with `recipe`; returns (state, losses)."""
+    import torch
+
+    ts = model.zero_time_state(requires_grad=True)
+    opt = torch.optim.Adam([ts], lr=recipe.lr_init, betas=(recipe.beta1, recipe.beta2), eps=recipe.eps)
+    losses = []
+    for step in range(recipe.steps):
+        for group in opt.param_groups:
+            group["lr"] = recipe.lr(step)
+        opt.zero_grad(set_to_none=True)
+        loss = model.loss(recipe.window(tokens, step), ts)
+        loss.backward()
+        if not torch.isfinite(ts.grad).all():
+            raise UrdError(f"recipe {recipe.name}: non-finite gradient at step {step}")
+        torch.nn.utils.clip_grad_norm_([ts], recipe.grad_clip)
+        opt.step()
+        losses.append(loss.detach().item())
+        if log:
+            log(f"step {step + 1}/{recipe.steps} loss {losses[-1]:.4f}")
+    return ts.detach(), losses
+
+
+def find_episode(path: str, task: str, episode: int, sha256: str) -> dict:
+    for ep in read_jsonl(path):
+        if ep["episode"] == episode:
+            got = hashlib.sha256(ep["transcript"].encode("utf-8")).hexdigest()
+            if got != sha256:
+                raise InputError(path, f"{task} episode {episode} transcript SHA-256",
+                                 f"{sha256} (the hash the DAG was built with)", got)
+            return ep
+    raise InputError(path, f"{task} episode", f"episode {episode} present")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m urd.replay.tune")
+    ap.add_argument("--checkpoint", required=True)
+    ap.add_argument("--checkpoint-stamp", help="the verify stamp of the checkpoint (its SHA-256)")
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--task", required=True, choices=["t1", "t2"])
+    ap.add_argument("--episode", required=True, type=int)
+    ap.add_argument("--sha256", required=True, help="SHA-256 of the episode's transcript")
+    ap.add_argument("--recipe", required=True)
+    ap.add_argument("--scale", required=True)
+    ap.add_argument("--settings", required=True, help="the recipe's merged settings (JSON)")
+    ap.add_argument("--factor", required=True, type=int, help="the contract's consolidation factor")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="auto", help="auto (cuda if available), cpu or cuda[:i]")
+    ap.add_argument("--wkv-chunk", type=int, default=64)
+    ap.add_argument("--checkpoint-layers", action="store_true", help="recompute block activations in backward")
+    ap.add_argument("--out-dir", required=True)
+    args = ap.parse_args(argv)
+    log = lambda msg: print(f"[tune {args.recipe}/{args.task}/{args.episode}] {msg}", file=sys.stderr, flush=True)
+    try:
+        import torch
+
+        from ..backbone.rwkv7_torch import RWKV7
+        from ..backbone.tokenizer import encode
+        from ..provenance import code_digest
+
+        started = time.monotonic()
+        cpu0 = time.process_time()
+        torch.set_num_threads(args.threads)
+        torch.set_flush_denormal(True)  # decaying states underflow; subnormals are slow on x86
+        device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available()
+                              else ("cpu" if args.device == "auto" else args.device))
+        ep = find_episode(args.data, args.task, args.episode, args.sha256)
+        tokens = encode(ep["transcript"])
+        recipe = resolve(json.loads(args.settings), args.recipe, args.scale, len(tokens), args.factor)
+        log(f"{recipe.steps} steps x ctx {recipe.ctx} = {recipe.trained_tokens} tokens "
+            f"(cap {recipe.token_cap}{', out of contract' if recipe.out_of_contract else ''}) on {device}")
+        model = RWKV7.load(args.checkpoint, device, wkv_chunk=args.wkv_chunk,
+                           checkpoint_layers=args.checkpoint_layers)
+        loaded = time.monotonic()
+        state, losses = tune_state(model, tokens, recipe, log)
+        tuned = time.monotonic()
+        if model.tokens_processed != recipe.trained_tokens:
+            raise UrdError(f"metered {model.tokens_processed} trained tokens, recipe says {recipe.trained_tokens}")
+        stamp = Path(args.checkpoint_stamp).read_text().split()[0] if args.checkpoint_stamp else None
+        costs = {
+            "scale": args.scale,
+            "recipe": recipe.as_record(),
+            "task": args.task,
+            "episode": args.episode,
+            "transcript_sha256": args.sha256,
+            "transcript_tokens": recipe.transcript_tokens,
+            "steps": recipe.steps,
+            "ctx": recipe.ctx,
+            "trained_tokens": model.tokens_processed,
+            "token_cap": recipe.token_cap,
+            "cap_ratio": round(model.tokens_processed / recipe.token_cap, 4),
+            "out_of_contract": recipe.out_of_contract,
+            "losses": losses,
+            "device": device_name(device),
+            "torch_threads": torch.get_num_threads(),
+            "wall_time_s": round(tuned - started, 3),
+            "load_s": round(loaded - started, 3),
+            "tune_s": round(tuned - loaded, 3),
+            "seconds_per_step": round((tuned - loaded) / recipe.steps, 3),
+            "cpu_time_s": round(time.process_time() - cpu0, 3),
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+            "peak_gpu_mem_mb": (round(torch.cuda.max_memory_allocated(device) / 2**20)
+                                if device.type == "cuda" else None),
+            "checkpoint": Path(args.checkpoint).name,
+            "checkpoint_sha256": stamp,
+            "code_sha256": code_digest("urd.replay", "urd.backbone.rwkv7_torch", "urd.backbone.wkv",
+                                       "urd.backbone.tokenizer"),
+            "torch": torch.__version__,
+            # where it ran: a SLURM job (and its partition) or a workstation
+            "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+            "slurm_partition": os.environ.get("SLURM_JOB_PARTITION"),
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        }
+        digest = write_artifact(args.out_dir, state.cpu().numpy(), costs)
+    except UrdError as exc:
+        print(f"urd replay tune FAILED: {exc}", file=sys.stderr)
+        return 1
+    log(f"wrote {args.out_dir} (time_state sha256 {digest}) in {costs['wall_time_s']} s, "
+        f"{costs['seconds_per_step']} s/step, peak RSS {costs['peak_rss_mb']} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,248 @@
+"""Replay baselines: recipes against the contract, the tuning job's artifact, the systems that read
+it, and the out_of_contract label from costs.json to summary.json. Tiny backbone, T2 transcripts."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from urd import calibrate
+from urd.backbone.rwkv7_torch import RWKV7
+from urd.backbone.tokenizer import encode
+from urd.errors import DigestMismatch, InputError
+from urd.estimate import tune_resources
+from urd.harness.context import Decode
+from urd.harness.contract import BudgetViolation
+from urd.harness.runner import run_control, run_system
+from urd.io import atomic_write_jsonl, sha256_bytes
+from urd.replay import plan
+from urd.replay.artifact import RUN_FIELDS, read_artifact
+from urd.replay.costs import fold_costs
+from urd.replay.recipe import resolve
+from urd.replay.tune import main as tune_main
+from urd.summarize import figures
+from urd.systems import registry
+from urd.systems.packing import ENTRY_BYTES, capacity, pack_topk, unpack_topk
+
+OPT = {"lr_init": 1.0, "lr_final": 0.01, "grad_clip": 1.0, "beta1": 0.9, "beta2": 0.99, "eps": 1e-8}
+
+
+# ------------------------------------------------------------------ recipes (no model)
+
+def test_repo_recipes_meet_the_contract_arithmetic(urd_config):
+    s = plan.settings(urd_config, "0.1b", "replay_tune")
+    tune = resolve(s, "replay_tune", "0.1b", 1837, 10)
+    assert (tune.steps, tune.ctx, tune.trained_tokens, tune.token_cap) == (10, 1837, 18370, 18370)
+    assert not tune.out_of_contract
+    banc = resolve(plan.settings(urd_config, "0.1b", "replay_banc"), "replay_banc", "0.1b", 2048, 10)
+    # the seed's arithmetic: 64 x 6144 = 393,216 = 19.2 x (10 x 2,048)
+    assert (banc.steps, banc.ctx, banc.trained_tokens, banc.out_of_contract) == (64, 6144, 393216, True)
+    assert banc.trained_tokens / banc.token_cap == pytest.approx(19.2)
+    # tiny: reduced, still in / out of contract as declared
+    tiny_tune = resolve(plan.settings(urd_config, "tiny", "replay_tune"), "replay_tune", "tiny", 170, 10)
+    assert tiny_tune.trained_tokens == 170 and not tiny_tune.out_of_contract
+    tiny_banc = resolve(plan.settings(urd_config, "tiny", "replay_banc"), "replay_banc", "tiny", 170, 10)
+    assert tiny_banc.out_of_contract and tiny_banc.steps == 4
+
+
+def test_an_in_contract_recipe_over_the_cap_is_refused_naming_the_key():
+    with pytest.raises(InputError, match=r"replay.recipes.r \(scale s\): expected steps x ctx <= 10 x 100 "
+                                         r"transcript tokens = 1000 .*got '11 x 100 = 1100'"):
+        resolve({**OPT, "steps": 11}, "r", "s", 100, 10)
+    # the default is the most the contract allows, whatever ctx is
+    assert resolve({**OPT, "ctx": 300}, "r", "s", 100, 10).steps == 3
+    with pytest.raises(InputError, match=r"\.steps: expected an explicit step count"):
+        resolve({**OPT, "out_of_contract": True}, "r", "s", 100, 10)
+    with pytest.raises(InputError, match=r"replay.optimizer.lr_init"):
+        resolve({"steps": 1}, "r", "s", 100, 10)
+
+
+def test_windows_cycle_over_the_transcript_and_lr_decays():
+    r = resolve({**OPT, "ctx": 4, "steps": 4}, "r", "s", 10, 10)
+    toks = list(range(10))
+    assert [r.window(toks, i) for i in range(4)] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 0, 1], [2, 3, 4, 5]]
+    long = resolve({**OPT, "ctx": 25, "steps": 2, "out_of_contract": True}, "r", "s", 10, 1)
+    assert long.window(toks, 1) == toks[5:] + toks + toks  # starts at 25 mod 10, 2.5 copies
+    assert r.lr(0) == 1.0 and r.lr(3) == pytest.approx(0.01) and r.lr(1) > r.lr(2)
+
+
+def test_topk_fiche_of_a_01b_tuned_state():
+    n = 12 * 12 * 64 * 64
+    assert n == 589_824 and capacity(120, n) == 15 and capacity(960, n) == 120
+    flat = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+    fiche = pack_topk(flat, 120)
+    assert len(fiche) == 15 * ENTRY_BYTES == 120
+    back = unpack_topk(fiche, n)
+    kept = np.flatnonzero(back)
+    assert len(kept) == 15 and set(kept) == set(np.argsort(-np.abs(flat))[:15])
+    assert np.array_equal(back[kept], flat[kept])
+
+
+def test_tuning_resources_are_integer_estimates(urd_config):
+    # 0.1b replay_banc: 393,216 tokens at 250 tokens/s + 60 s load = 1632.9 s -> 28 GPU minutes
+    res = tune_resources(urd_config, "0.1b", 393216)
+    assert res == {"gpu": 1, "gpu_minutes": 28, "runtime": 66, "mem_mb": 8000}
+    with pytest.raises(InputError, match=r"train_speed.nosuch"):
+        tune_resources(urd_config, "nosuch", 1)
+
+
+# ------------------------------------------------------------------ tuning jobs on tiny
+
+@pytest.fixture(scope="module")
+def t2_data(urd_config, tmp_path_factory):
+    path = tmp_path_factory.mktemp("data") / "t2.jsonl"
+    calibrate.write_data(urd_config, "t2", path)
+    ep = calibrate.t2_episode(urd_config, 0)
+    return path, ep, sha256_bytes(ep["transcript"].encode("utf-8"))
+
+
+@pytest.fixture(scope="module")
+def keep_threads():
+    n = torch.get_num_threads()
+    yield
+    torch.set_num_threads(n)  # the tuning CLI sets its own; give the session back its count
+
+
+def tune(checkpoint, data, sha, recipe, settings, out, episode=0):
+    return tune_main([
+        "--checkpoint", str(checkpoint), "--data", str(data), "--task", "t2", "--episode", str(episode),
+        "--sha256", sha, "--recipe", recipe, "--scale", "tiny", "--settings", json.dumps({**OPT, **settings}),
+        "--factor", "10", "--threads", "1", "--out-dir", str(out),
+    ])
+
+
+@pytest.fixture(scope="module")
+def artifacts(tiny_checkpoint, t2_data, tmp_path_factory, keep_threads):
+    """An in-contract artifact (2 passes over the transcript) and an out-of-contract one."""
+    data, ep, sha = t2_data
+    root = tmp_path_factory.mktemp("artifacts")
+    assert tune(tiny_checkpoint, data, sha, "replay_tune", {"steps": 2}, root / "replay_tune" / sha) == 0
+    assert tune(tiny_checkpoint, data, sha, "replay_banc", {"steps": 2, "ctx": 900, "out_of_contract": True},
+                root / "replay_banc" / sha) == 0
+    return root
+
+
+def test_tuning_is_deterministic_and_lowers_the_transcript_loss(tiny_checkpoint, t2_data, artifacts, tmp_path):
+    data, ep, sha = t2_data
+    first = artifacts / "replay_tune" / sha
+    assert tune(tiny_checkpoint, data, sha, "replay_tune", {"steps": 2}, tmp_path / sha) == 0
+    a, b = read_artifact(first), read_artifact(tmp_path / sha)
+    # same inputs, same thread count: the same bytes (no randomness is consumed)
+    assert (first / "time_state.npy").read_bytes() == (tmp_path / sha / "time_state.npy").read_bytes()
+    strip = lambda c: {k: v for k, v in c.items() if k not in RUN_FIELDS}
+    assert strip(a.costs) == strip(b.costs)
+    T = len(encode(ep["transcript"]))
+    assert a.costs["trained_tokens"] == 2 * T and a.costs["token_cap"] == 10 * T
+    assert a.costs["steps"] == 2 and a.costs["ctx"] == T and a.costs["out_of_contract"] is False
+    assert a.costs["device"].startswith("cpu") and a.costs["torch_threads"] == 1
+    assert a.costs["artifact_sha256"] == sha256_bytes((first / "time_state.npy").read_bytes())
+    # the learned state does what tuning is for: the transcript is likelier from it than from zero
+    m = RWKV7.load(tiny_checkpoint)
+    with torch.no_grad():
+        zero = m.loss(encode(ep["transcript"]), m.zero_time_state()).item()
+        tuned = m.loss(encode(ep["transcript"]), torch.from_numpy(a.state)).item()
+    assert tuned < zero - 0.01, (zero, tuned)
+
+
+def test_tuning_refuses_a_transcript_that_is_not_the_one_named(tiny_checkpoint, t2_data, tmp_path, capsys):
+    data, _, sha = t2_data
+    assert tune(tiny_checkpoint, data, "0" * 64, "replay_tune", {"steps": 1}, tmp_path / "x") == 1
+    err = capsys.readouterr().err
+    assert f"{data}: t2 episode 0 transcript SHA-256: expected {'0' * 64}" in err and sha in err
+    assert not (tmp_path / "x").exists()
+
+
+# ------------------------------------------------------------------ systems reading artifacts
+
+def system(name, backbone, root):
+    return registry.build(name, backbone, settings={"artifacts": str(Path(root) / name)})
+
+
+def one_episode(urd_config, queries=2):
+    ep = calibrate.t2_episode(urd_config, 0)
+    return {**ep, "queries": ep["queries"][:queries]}
+
+
+def test_replay_cells_declare_trained_tokens_and_label_out_of_contract_up_to_summary(
+        tiny_backbone, urd_config, artifacts, tmp_path):
+    ep = one_episode(urd_config)
+    decode = Decode(max_new_tokens=3)
+    root = tmp_path / "results"
+    atomic_write_jsonl(root / "control/t2/responses.jsonl", run_control(tiny_backbone, "t2", [ep], decode))
+    for name in ("replay_tune", "replay_banc"):
+        costs = read_artifact(artifacts / name / artifacts.joinpath(name).iterdir().__next__().name).costs
+        recs = run_system(tiny_backbone, system(name, tiny_backbone, artifacts), "t2", [ep], "over", 120, 10, decode)
+        for r in recs:
+            assert r["fiche_bytes"] == 120 and r["metered_tokens"] == 0  # nothing tuned in the cell
+            assert r["declared_tokens"] == costs["trained_tokens"]
+            assert r["out_of_contract"] is (name == "replay_banc")
+        atomic_write_jsonl(root / f"{name}/t2/over/responses.jsonl", recs)
+    banc = recs[0]
+    assert banc["declared_tokens"] > banc["token_cap"]  # 2 x 900 > 10 x 170: over the cap, measured anyway
+    cells = figures(root)["cells"]
+    assert cells["replay_banc"]["t2"]["over"]["out_of_contract"] is True
+    assert cells["replay_tune"]["t2"]["over"]["out_of_contract"] is False
+    table = fold_costs(sorted(artifacts.glob("*/*/costs.json")))["recipes"]
+    assert table["replay_banc"]["out_of_contract"] is True and table["replay_tune"]["out_of_contract"] is False
+    assert table["replay_banc"]["cap_ratio_max"] > 1 >= table["replay_tune"]["cap_ratio_max"]
+
+
+def test_the_harness_fails_an_in_contract_replay_over_the_cap(tiny_backbone, urd_config, artifacts, tmp_path):
+    # an out-of-contract artifact relabelled as in contract: the system declares its real tokens,
+    # and the harness, not the system, stops it
+    sha = next((artifacts / "replay_banc").iterdir()).name
+    forged = tmp_path / "replay_tune" / sha
+    shutil.copytree(artifacts / "replay_banc" / sha, forged)
+    costs = json.loads((forged / "costs.json").read_text())
+    costs["recipe"]["name"], costs["out_of_contract"] = "replay_tune", False
+    (forged / "costs.json").write_text(json.dumps(costs))
+    with pytest.raises(BudgetViolation, match=r"declared 1800 consolidation tokens, over the cap of 1700"):
+        run_system(tiny_backbone, system("replay_tune", tiny_backbone, tmp_path), "t2",
+                   [one_episode(urd_config, 1)], "over", 120, 10, Decode(2))
+
+
+def test_artifact_problems_are_named(tiny_backbone, urd_config, artifacts, tmp_path):
+    ep = one_episode(urd_config, 1)
+    sha = next((artifacts / "replay_banc").iterdir()).name
+    with pytest.raises(InputError, match=rf"{tmp_path}/replay_tune/{sha}/costs.json: <file>: expected a tuning artifact"):
+        system("replay_tune", tiny_backbone, tmp_path).consolidate(ep["transcript"], 120)
+    # a replay_banc pointed at replay_tune's artifacts: wrong recipe
+    shutil.copytree(artifacts / "replay_tune", tmp_path / "replay_banc")
+    with pytest.raises(InputError, match=r"recipe.name: expected replay_banc, got 'replay_tune'"):
+        system("replay_banc", tiny_backbone, tmp_path).consolidate(ep["transcript"], 120)
+    state = tmp_path / "replay_banc" / sha / "time_state.npy"
+    data = bytearray(state.read_bytes())
+    data[-1] ^= 1
+    state.write_bytes(bytes(data))
+    with pytest.raises(DigestMismatch, match="time_state.npy: SHA-256 mismatch"):
+        read_artifact(state.parent)
+    with pytest.raises(InputError, match=r"settings.artifacts: expected the directory of its tuning artifacts"):
+        registry.build("replay_tune", tiny_backbone).consolidate(ep["transcript"], 120)
+
+
+def test_answer_starts_from_the_unpacked_tuned_state(tiny_backbone, urd_config, artifacts):
+    ep = one_episode(urd_config, 1)
+    sysm = system("replay_tune", tiny_backbone, artifacts)
+    tuned = read_artifact(next((artifacts / "replay_tune").iterdir())).state
+    full = sysm.consolidate(ep["transcript"], None)  # the ceiling control: no budget
+    assert len(full) == tuned.size * ENTRY_BYTES
+    state = sysm.state_from_fiche(full)
+    L = tiny_backbone.n_layer
+    for i in range(L):
+        assert np.array_equal(state[3 * i + 1].numpy(), tuned[i])  # WKV slots: the tuned state
+        assert not state[3 * i].any() and not state[3 * i + 2].any()  # token shifts stay zero
+    header = encode(ep["header"] + "\n")
+    zero_logits, zero_after = tiny_backbone.prefill(header, None)
+    logits, after = tiny_backbone.prefill(header, state)
+    assert (logits - zero_logits).abs().max() > 1e-3
+    assert any((a - z).abs().max() > 1e-3 for a, z in zip(after, zero_after))
+    # at 120 bytes only 15 entries survive, the largest
+    small = sysm.state_from_fiche(sysm.consolidate(ep["transcript"], 120))
+    assert sum(int(torch.count_nonzero(small[3 * i + 1])) for i in range(L)) == 15
+    # and the system's answer runs from it
+    assert isinstance(sysm.answer(full, ep["queries"][0]["prompt"], ep["header"]), str)

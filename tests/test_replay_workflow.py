@@ -1,0 +1,120 @@
+"""Replay in the repo's own DAG: one tuning job per (recipe, transcript) shared by both splits, the
+exact planned spend of `snakemake -n`, and the tiny replay target run to the end through
+`snakemake --profile slurm` on a real single-node cluster (tests/slurm_cluster.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import copy_workflow
+from slurm_cluster import slurm_cluster  # noqa: F401  (session fixture)
+
+REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "src"
+SNAKEMAKE = Path(sys.executable).with_name("snakemake")
+SMALL = ["--config", "evaluate_episodes=2", "evaluate_queries=2"]
+PRICES = "(GPU US$0.60/h, CPU US$0.05/h as of 2026-11-30; API US$0.00)"
+
+
+def cells(systems=("replay_tune", "replay_banc"), tasks=("t1", "t2"), splits=("over", "sanity")):
+    return [f"results/urd/tiny/{s}/{t}/{p}/responses.jsonl" for s in systems for t in tasks for p in splits]
+
+
+def smk(wd: Path, *args: str, env: dict | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
+    env = {**(env or os.environ), "PYTHONPATH": str(SRC)}
+    return subprocess.run([str(SNAKEMAKE), *args], cwd=wd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def dry_run(wd: Path, *args: str) -> tuple[dict[str, int], list[tuple], str]:
+    """(job counts by rule, tuning jobs' (recipe, sha) wildcards, the spend line) of `snakemake -n`."""
+    r = smk(wd, "-n", "--cores", "2", *args)
+    assert r.returncode == 0, r.stdout + r.stderr
+    counts = {m[0]: int(m[1]) for m in re.findall(r"^(\w+)\s+(\d+)$", r.stdout, re.M) if m[0] != "total"}
+    tunes = re.findall(r"wildcards: scale=tiny, recipe=(\w+), sha=([0-9a-f]{64})", r.stdout)
+    return counts, tunes, r.stdout.rstrip("\n").splitlines()[-1]
+
+
+@pytest.fixture()
+def wf(tmp_path) -> Path:
+    wd = copy_workflow(tmp_path / "wf")
+    (wd / "slurm").symlink_to("profiles/slurm")  # as at the repo root
+    return wd
+
+
+@pytest.mark.slow
+def test_one_tuning_job_per_transcript_and_recipe_and_the_exact_spend(wf):
+    counts, tunes, line = dry_run(wf, *SMALL, "--", *cells())
+    # 8 cells (2 systems x 2 tasks x 2 splits) but 8 tuning jobs, not 16: 2 recipes x 2 tasks x
+    # 2 episodes, each shared by the over and sanity cells
+    assert counts == {"make_tiny": 1, "calibrate": 1, "verify": 3, "tune_state": 8, "session_b": 8}
+    assert len(set(tunes)) == len(tunes) == 8
+    assert {sha for _, sha in tunes if _ == "replay_tune"} == {sha for _, sha in tunes if _ == "replay_banc"}
+    # each tiny tuning job: <= 1,848 tokens / 300 tokens/s + 15 s load -> 1 GPU minute; each cell:
+    # (prefill <= 2 x 432 tokens / 170 per s + 2 x 2 x 12 decoded x 70 ms + 10 s) -> 1 CPU minute.
+    # 8 GPU min = 0.13 h x $0.60 + 8 CPU min x $0.05/h = $0.0867
+    assert line == f"urd planned spend (21 jobs to run): GPU 0.13 h, CPU 0.13 h, US$ 0.09 {PRICES}"
+
+
+@pytest.mark.slow
+def test_dry_run_of_the_01b_summary_prints_planned_gpu_hours_and_dollars(wf):
+    counts, _, line = dry_run(wf, "results/urd/0.1b/summary.json")
+    assert counts["tune_state"] == 24  # 2 recipes x (6 T1 + 6 T2) transcripts
+    # replay_banc: 12 x ceil((393,216 / 250 + 60) / 60) = 12 x 28 min; replay_tune: 10 passes,
+    # 6 x 3 min (T1, ~1,840 tokens) + 6 x 2 min (T2, ~175 tokens): 366 GPU min = 6.10 h
+    m = re.fullmatch(r"urd planned spend \(60 jobs to run\): GPU 6\.10 h, CPU (\d+\.\d\d) h, US\$ (\d+\.\d\d) "
+                     + re.escape(PRICES), line)
+    assert m, line
+    assert float(m[2]) == pytest.approx(6.10 * 0.60 + float(m[1]) * 0.05, abs=0.01)
+
+
+def squeue_partitions(env: dict) -> dict[str, set[str]]:
+    """Partitions by rule of the jobs SLURM still remembers (MinJobAge), from the plugin's comments."""
+    out = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%P|%k"], env=env, capture_output=True,
+                         text=True, check=True).stdout
+    parts: dict[str, set[str]] = {}
+    for line in out.splitlines():
+        partition, comment = line.split("|", 1)
+        m = re.match(r"rule_([a-z_]+?)(_wildcards_|$)", comment)
+        if m:
+            parts.setdefault(m[1], set()).add(partition)
+    return parts
+
+
+@pytest.mark.slow
+def test_tiny_replay_target_runs_through_the_slurm_profile(slurm_cluster, wf):
+    env = {**slurm_cluster.env, "PYTHONPATH": str(SRC)}
+    targets = cells(tasks=("t2",), splits=("over",))
+    t0 = time.monotonic()
+    # exactly as a user types it at the repo root (one episode, two queries: CI-sized)
+    r = smk(wf, "--profile", "slurm", "--config", "evaluate_episodes=1", "evaluate_queries=2", "--", *targets,
+            env=env, timeout=400)
+    wall = time.monotonic() - t0
+    assert r.returncode == 0, f"{r.stdout}\n{r.stderr}\n{slurm_cluster.log_tail()}"
+    # tuning jobs ran as SLURM jobs on the gpu partition (with its GPU), everything else on cpu
+    arts = sorted(wf.glob("artifacts/replay/tiny/*/*/costs.json"))
+    assert [p.parts[-3] for p in arts] == ["replay_banc", "replay_tune"]
+    for p in arts:
+        c = json.loads(p.read_text())
+        assert c["slurm_partition"] == "gpu" and c["cuda_visible_devices"] == "0", c
+        assert c["slurm_job_id"].isdigit() and c["task"] == "t2" and c["episode"] == 0
+    parts = squeue_partitions(env)
+    assert parts.get("tune_state") == {"gpu"}, parts
+    assert {k for k, v in parts.items() if v == {"cpu"}} >= {"make_tiny", "calibrate", "verify", "session_b"}, parts
+    # both cells finished from the artifacts, labelled as their recipes were declared
+    for name, ooc in (("replay_tune", False), ("replay_banc", True)):
+        recs = [json.loads(l) for l in (wf / f"results/urd/tiny/{name}/t2/over/responses.jsonl").open()]
+        assert len(recs) == 2 and all(x["out_of_contract"] is ooc and x["metered_tokens"] == 0 for x in recs)
+    # the sanity split reuses the artifacts: nothing left to tune, no GPU to pay for
+    counts, tunes, line = dry_run(wf, "--config", "evaluate_episodes=1", "evaluate_queries=2", "--",
+                                  *cells(tasks=("t2",), splits=("sanity",)))
+    assert counts == {"session_b": 2} and tunes == []
+    assert line.startswith("urd planned spend (2 jobs to run): GPU 0.00 h"), line
+    print(f"tiny replay target through SLURM: {wall:.1f} s")
