@@ -10,6 +10,10 @@ from pathlib import Path
 
 import pytest
 
+# One session-wide SLURM test cluster for every module that asks for it (a module importing the
+# fixture itself would get its own, and a second cluster cannot start while the first runs).
+from slurm_cluster import slurm_cluster  # noqa: F401,E402
+
 REPO = Path(__file__).resolve().parents[1]
 WORKFLOW_FILES = ("Snakefile", "rules", "config", "calibration", "profiles", "scripts")
 

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from conftest import copy_workflow
-from slurm_cluster import slurm_cluster  # noqa: F401  (session fixture)
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"

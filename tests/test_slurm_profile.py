@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from slurm_cluster import slurm_cluster  # noqa: F401  (session fixture)
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"
