@@ -110,5 +110,7 @@ if REPLAY_RECIPES:
             "results/urd/{scale}/replay_costs.json",
         params:
             code=code_digest("urd.replay.costs", "urd.replay.artifact"),
+        log:
+            "logs/replay/{scale}/costs.log",
         shell:
-            "{PY} -m urd.replay.costs --scale {wildcards.scale} --out {output} {input}"
+            "{PY} -m urd.replay.costs --scale {wildcards.scale} --out {output} {input} 2> {log}"

@@ -25,7 +25,7 @@ from urd.replay.artifact import RUN_FIELDS, read_artifact
 from urd.replay.costs import fold_costs
 from urd.replay.recipe import resolve
 from urd.replay.tune import main as tune_main
-from urd.summarize import figures
+from urd.summarize import main as summarize_main
 from urd.systems import registry
 from urd.systems.packing import ENTRY_BYTES, capacity, pack_topk, unpack_topk
 
@@ -184,7 +184,10 @@ def test_replay_cells_declare_trained_tokens_and_label_out_of_contract_up_to_sum
         atomic_write_jsonl(root / f"{name}/t2/over/responses.jsonl", recs)
     banc = recs[0]
     assert banc["declared_tokens"] > banc["token_cap"]  # 2 x 900 > 10 x 170: over the cap, measured anyway
-    cells = figures(root)["cells"]
+    assert summarize_main(["--scale", "tiny", "--root", str(root), "--out", str(root / "summary.json")]) == 0
+    summary = json.loads((root / "summary.json").read_text())
+    assert summary["out_of_contract_systems"] == ["replay_banc"]
+    cells = summary["cells"]
     assert cells["replay_banc"]["t2"]["over"]["out_of_contract"] is True
     assert cells["replay_tune"]["t2"]["over"]["out_of_contract"] is False
     table = fold_costs(sorted(artifacts.glob("*/*/costs.json")))["recipes"]

@@ -79,7 +79,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"rescore: {p}", file=sys.stderr)
         print("rescore: identical" if ok else "rescore: DIFFERENT", file=sys.stderr)
         return 0 if ok else 1
-    summary = {"scale": args.scale, **figures(args.root), "provenance": provenance(args)}
+    figs = figures(args.root)
+    # diagnostics (e.g. replay_banc) are labelled at the top too: never ranked with the rest
+    ooc = sorted(s for s, tasks in figs["cells"].items()
+                 if any(c["out_of_contract"] for splits in tasks.values() for c in splits.values()))
+    summary = {"scale": args.scale, **figs, "out_of_contract_systems": ooc, "provenance": provenance(args)}
     atomic_write_json(args.out, summary)
     print(f"wrote {args.out}", file=sys.stderr)
     return 0

@@ -37,7 +37,13 @@ def device_name(device) -> str:
 
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
-    return f"cpu ({platform.processor() or platform.machine()})"
+    model = platform.processor() or platform.machine()
+    try:  # Linux names the CPU model here; platform.processor() is often empty
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            model = next(l.split(":", 1)[1].strip() for l in fh if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"cpu ({model})"
 
 
 def tune_state(model, tokens: list[int], recipe: Recipe, log=None):
