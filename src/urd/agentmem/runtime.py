@@ -29,7 +29,7 @@ def is_live(routes: Routes) -> bool:
 
 
 def confirm_live(routes: Routes, settings: Settings, yes: bool) -> None:
-    if is_live(routes) and not (yes or settings.raw["spend"]["confirm_live"]):
+    if is_live(routes) and not (yes or settings.confirm_live):
         raise NotConfirmed(
             "this run calls a live model and spends money; confirm it with "
             "agentmem.spend.confirm_live: true in config or --yes on the command line. Nothing was called."

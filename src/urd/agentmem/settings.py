@@ -67,6 +67,10 @@ class Settings:
         return PriceBook.from_settings(self.raw["prices"], origin=f"{self.origin}: agentmem.prices")
 
     @property
+    def confirm_live(self) -> bool:
+        return str(self.raw["spend"]["confirm_live"]).lower() == "true"
+
+    @property
     def runs(self) -> dict[str, int]:
         r = self.raw["trip_vs_move"]["runs"]
         return {"move": r["move"], "trip-alone": r["trip_alone"]}
