@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -174,6 +175,18 @@ class ClaimStore:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    @contextmanager
+    def step(self) -> Iterator[None]:
+        """One step (a note, or consolidation) commits whole or not at all: a run that
+        stops mid-step keeps the store as the last finished step left it."""
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
 
     # -- writes -------------------------------------------------------------------
 

@@ -71,7 +71,8 @@ def run_store(
             if ceiling_usd is not None and meter.spent_usd >= ceiling_usd:
                 incomplete = f"stopped before {label}: measured spend US${meter.spent_usd:.4f} reached the ceiling US${ceiling_usd:.2f}"
                 break
-            result = step()
+            with store.step():
+                result = step()
             if label == "consolidate":
                 consolidation = result
     except (CallFailed, RequestRefused, StepFailed) as exc:
