@@ -69,7 +69,7 @@ def run_store(
     try:
         for label, step in steps:
             if ceiling_usd is not None and meter.spent_usd >= ceiling_usd:
-                incomplete = f"stopped before {label}: measured spend US${meter.spent_usd:.4f} reached the ceiling US${ceiling_usd:.2f}"
+                incomplete = f"stopped before {label}: measured spend US${meter.spent_usd:.4f} reached the ceiling US${ceiling_usd:g}"
                 break
             with store.step():
                 result = step()

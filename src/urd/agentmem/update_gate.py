@@ -57,7 +57,7 @@ def run_suite(
         for name, rows in rows_by_set.items():
             for row in rows:
                 if ceiling is not None and meter.spent_usd >= ceiling:
-                    raise _Stop(f"stopped before {name}/{row['id']}: measured spend US${meter.spent_usd:.4f} reached the ceiling US${ceiling:.2f}")
+                    raise _Stop(f"stopped before {name}/{row['id']}: measured spend US${meter.spent_usd:.4f} reached the ceiling US${ceiling:g}")
                 got = [
                     ask_sample(llm, row, max_tokens=settings.max_tokens, replica=f"{name}/{row['id']}/sample-{s}")
                     for s in range(1, samples + 1)
