@@ -135,11 +135,14 @@ def test_a_live_run_needs_confirmation_before_any_call(tmp_path, key):
 
 def test_update_gate_live_path_and_its_ceiling(tmp_path, key):
     api = FakeMessagesAPI()
-    s = make_settings(tmp_path)
+    s = make_settings(tmp_path, **{"llm.replay_cache": False})
     report = update_gate.run_suite(MODEL, s, yes=True, http_client=api.client(), **QUIET)
+    assert len(api.requests) == report["usage"]["calls"]
     assert report["verdict"]["bars_met"] is True and report["spend"]["measured_usd"] > 0
     capped = update_gate.run_suite(
-        MODEL, make_settings(tmp_path / "b", **{"spend.max_usd_update_gate": 0.0001}), yes=True, http_client=FakeMessagesAPI().client(), **QUIET
+        MODEL,
+        make_settings(tmp_path / "b", **{"spend.max_usd_update_gate": 0.0001, "llm.replay_cache": False}),
+        yes=True, http_client=FakeMessagesAPI().client(), **QUIET,
     )
     assert capped["incomplete"].startswith("stopped before") and capped["verdict"]["bars_met"] is None
     assert any(not s["complete"] and s["scores"] is None for s in capped["sets"].values())
@@ -148,10 +151,27 @@ def test_update_gate_live_path_and_its_ceiling(tmp_path, key):
 def test_the_key_is_never_written_to_any_output_log_cache_or_record(tmp_path, key, capfd):
     report = run(tmp_path, FakeMessagesAPI(fail_first=[529]))
     atomic_write_json(tmp_path / "report.json", report)
-    update_gate.run_suite(MODEL, make_settings(tmp_path), yes=True, http_client=FakeMessagesAPI().client())
+    update_gate.run_suite(MODEL, make_settings(tmp_path), samples=1, yes=True, http_client=FakeMessagesAPI().client())
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert any("llm-cache" in str(p) for p in written) and any(p.name == "store.sqlite" for p in written)
     for path in written:
         assert KEY.encode() not in path.read_bytes(), path
     out, err = capfd.readouterr()
     assert KEY not in out and KEY not in err
+
+
+def test_a_live_report_becomes_the_usage_profile_the_next_estimate_uses(tmp_path, key):
+    from urd.agentmem import estimate, profile
+    from urd.agentmem.runtime import routes_for
+
+    report = run(tmp_path, FakeMessagesAPI())
+    measured = profile.merge({}, report, "report.json")
+    s = make_settings(tmp_path)
+    est = estimate.trip_vs_move(s, routes_for(MODEL, s), "reader", gate="production", runs={"move": 3, "trip-alone": 2}, profile=measured)
+    per_run = {r["variant"]: sum(row["list_cost_usd"] for row in r["usage"]["by_purpose"]) for r in report["runs"]}
+    assert est.source == "profile"
+    assert est.usd == pytest.approx(3 * per_run["move"] + 2 * per_run["trip-alone"], rel=1e-6)
+    bound = estimate.trip_vs_move(s, routes_for(MODEL, s), "reader", gate="production", runs={"move": 3, "trip-alone": 2})
+    assert est.usd < bound.usd
+    with pytest.raises(Exception, match="every run complete"):
+        profile.merge({}, run(tmp_path / "c", FakeMessagesAPI(), **{"spend.max_usd_per_run": 0.000001}), "capped.json")

@@ -14,6 +14,7 @@ from pathlib import Path
 from ..errors import UrdError
 from ..io import atomic_write_json
 from . import estimate as estimate_mod
+from . import profile as profile_mod
 from . import settings as settings_mod
 from . import trip_vs_move, update_gate
 from .cases import CASES
@@ -79,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = ug.add_parser("rescore", help="re-score a saved report's samples; no call")
     p.add_argument("report", type=Path)
     p.add_argument("--output", type=Path, required=True)
+    p = suites.add_parser("profile", help="record a live report's measured usage for later estimates")
+    p.add_argument("reports", type=Path, nargs="+")
+    _settings_args(p)
     return parser
 
 
@@ -116,6 +120,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _dispatch(args) -> int:
+    if args.suite == "profile":
+        s = _settings(args)
+        path = s.calibration_dir / estimate_mod.PROFILE_FILE
+        merged = estimate_mod.load_profile(s)
+        for report_path in args.reports:
+            report = json.loads(report_path.read_text(encoding="utf-8"))
+            merged = profile_mod.merge(merged, report, report_path.name)
+        atomic_write_json(path, merged)
+        print(f"usage profile written to {path}")
+        return EXIT_OK
     if args.verb == "rescore":
         if args.suite == "trip-vs-move":
             report = trip_vs_move.rescore(_read_report(args.report, "trip-vs-move"), args.checks_version)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from ..llm import LLM
 from . import prompts, replies
 from . import purposes as P
-from .ingest import _words
+from .ingest import words
 from .probes import PairProbe
 from .settings import StoreLimits
 from .store import (
@@ -69,9 +69,9 @@ def conflict_pool(restatement: str, original: Claim, anchor: Claim, claims: list
     original or the anchor, nearest in wording first."""
     subjects = set(original.subjects) | set(anchor.subjects)
     skip = {original.id, anchor.id, exempt}
-    words = _words(restatement)
+    wanted = words(restatement)
     pool = [c for c in claims if c.active and c.id not in skip and set(c.subjects) & subjects]
-    pool.sort(key=lambda c: (-len(_words(c.content) & words), c.seq))
+    pool.sort(key=lambda c: (-len(words(c.content) & wanted), c.seq))
     return pool[:limit]
 
 

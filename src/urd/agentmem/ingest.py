@@ -38,7 +38,7 @@ def keep_end_date(valid_until: date | None, read_at: date) -> date | None:
     return valid_until if valid_until is not None and valid_until > read_at else None
 
 
-def _words(text: str) -> set[str]:
+def words(text: str) -> set[str]:
     return set(_WORD.findall(text.casefold()))
 
 
@@ -50,8 +50,8 @@ def pair_partners(new: Claim, existing: list[Claim], limit: int) -> list[Claim]:
         for c in existing
         if c.active and not c.restatement and c.source_note != new.source_note and set(c.subjects) & set(new.subjects)
     ]
-    words = _words(new.content)
-    pool.sort(key=lambda c: (-len(set(c.subjects) & set(new.subjects)), -len(_words(c.content) & words), c.seq))
+    wanted = words(new.content)
+    pool.sort(key=lambda c: (-len(set(c.subjects) & set(new.subjects)), -len(words(c.content) & wanted), c.seq))
     return pool[:limit]
 
 
