@@ -175,3 +175,13 @@ def test_a_live_report_becomes_the_usage_profile_the_next_estimate_uses(tmp_path
     assert est.usd < bound.usd
     with pytest.raises(Exception, match="every run complete"):
         profile.merge({}, run(tmp_path / "c", FakeMessagesAPI(), **{"spend.max_usd_per_run": 0.000001}), "capped.json")
+
+
+def test_a_purpose_pinned_to_another_model_is_named_and_states_no_bar(tmp_path, key):
+    report = trip_vs_move.run_suite(
+        "reader", MODEL, make_settings(tmp_path), pins={"reanchor": "claude-sonnet-4-6"}, yes=True,
+        http_client=FakeMessagesAPI().client(), **QUIET,
+    )
+    assert report["mixed"] and report["purposes"]["reanchor"] == "claude-sonnet-4-6" and report["purposes"]["extract"] == MODEL
+    assert all(r["passed"] and r["invalid"] is None for r in report["runs"])
+    assert report["verdict"]["bar_met"] is None and "more than one model" in report["verdict"]["bar_note"]

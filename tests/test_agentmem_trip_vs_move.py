@@ -167,3 +167,12 @@ def test_a_request_the_table_cannot_answer_is_refused_counted_and_leaves_the_run
 def test_reports_are_byte_identical_across_reruns(reports, tmp_path):
     again = trip_vs_move.run_suite("reader", "scripted", make_settings(tmp_path), **QUIET)
     assert pretty_json(again) == pretty_json(reports[("reader", "production")])
+
+
+def test_scripted_answers_follow_the_data_not_the_instructions(reports, tmp_path, monkeypatch):
+    from urd.agentmem import prompts
+
+    for name in ("EXTRACT_INSTRUCTIONS", "UPDATE_INSTRUCTIONS", "CONTRADICTION_INSTRUCTIONS", "REANCHOR_INSTRUCTIONS", "REANCHOR_CHECK_INSTRUCTIONS"):
+        monkeypatch.setattr(prompts, name, f"Reworded {name.lower()}: <MAX_CLAIMS> at most.")
+    again = trip_vs_move.run_suite("mid-trip", "scripted", make_settings(tmp_path), **QUIET)
+    assert again["runs"] == reports[("mid-trip", "production")]["runs"]

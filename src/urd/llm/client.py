@@ -22,14 +22,14 @@ class Backends:
     live_factory: Callable[[], object] | None = None
     _live: object | None = None
 
-    def for_model(self, model: str):
+    def for_model(self, model: str, purpose: str):
         if model == SCRIPTED_MODEL:
             if self.scripted is None:
-                raise CallFailed("?", model, "no scripted table was loaded")
+                raise CallFailed(purpose, model, "no scripted table was loaded")
             return self.scripted
         if self._live is None:
             if self.live_factory is None:
-                raise CallFailed("?", model, "no live backend is configured")
+                raise CallFailed(purpose, model, "no live backend is configured")
             self._live = self.live_factory()
         return self._live
 
@@ -59,7 +59,7 @@ class LLM:
                 self._record(request, model, hit, replayed=True)
                 return hit.text
         try:
-            completion = self.backends.for_model(model).complete(model, request)
+            completion = self.backends.for_model(model, request.purpose).complete(model, request)
         except RequestRefused:
             self.meter.refused[request.purpose] += 1
             raise
