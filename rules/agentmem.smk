@@ -6,7 +6,8 @@ import sys
 
 from urd.agentmem import smk as agentmem_smk
 
-AGENTMEM_CLI = shlex.quote(sys.executable) + " -m urd.agentmem"
+# The interpreter that parsed the workflow runs the jobs, so they import the same urd.
+AGENTMEM_CLI = f"{shlex.quote(sys.executable)} -m urd.agentmem"
 AGENTMEM_REGISTRIES = [
     "calibration/agentmem/notes.json",
     "calibration/agentmem/pair_sets.json",
@@ -37,7 +38,7 @@ rule agentmem_trip_vs_move:
     message:
         "{params.estimate}"
     shell:
-        AGENTMEM_CLI + " trip-vs-move run --case {wildcards.case} --model {wildcards.model}"
+        "{AGENTMEM_CLI} trip-vs-move run --case {wildcards.case} --model {wildcards.model}"
         " --settings {params.settings:q} {params.require_bar} --output {output.report} 2> {log}"
 
 
@@ -62,5 +63,5 @@ rule agentmem_update_gate:
     message:
         "{params.estimate}"
     shell:
-        AGENTMEM_CLI + " update-gate run --model {wildcards.model}"
+        "{AGENTMEM_CLI} update-gate run --model {wildcards.model}"
         " --settings {params.settings:q} {params.require_bar} --output {output.report} 2> {log}"
