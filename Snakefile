@@ -28,3 +28,4 @@ PROFILE = config["profile"]
 include: "rules/data.smk"
 include: "rules/backbone.smk"
 include: "rules/urd.smk"
+include: "rules/tables.smk"
