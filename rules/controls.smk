@@ -3,20 +3,12 @@
 #   artifacts/replay/{scale}/{recipe}/{sha256 of the transcript}/{controls.state_file, costs.json}
 # and rendered by `python -m urd.tables`. No state is tuned again: the artifacts are inputs.
 
-from urd.controls.artifacts import evaluated_transcript_digests
-
 CTL = config["controls"]
-CONTROLS_CODE = code_digest("urd.controls") + HARNESS_CODE
-
-
-def artifact_files(scale, recipe, tasks):
-    root = f"{CTL['artifacts']}/{scale}/{recipe}"
-    return [
-        f"{root}/{sha}/{name}"
-        for task in tasks
-        for sha in evaluated_transcript_digests(config, task)
-        for name in (CTL["state_file"], "costs.json")
-    ]
+CONTROLS_CODE = code_digest(
+    "urd.controls", "urd.run", "urd.harness", "urd.systems", "urd.backbone", "urd.tasks", "urd.calibrate"
+)
+CEIL_RECIPES = CTL["ceiling"]["recipes"]
+BITS = CTL["bits_curve"]
 
 
 def control_job_inputs(recipes, tasks):
@@ -26,30 +18,26 @@ def control_job_inputs(recipes, tasks):
         for t in tasks:
             out[f"data_{t}"] = DATA[t]
             out[f"control_{t}"] = f"results/urd/{wildcards.scale}/control/{t}/responses.jsonl"
-        out["artifacts"] = [f for r in recipes for f in artifact_files(wildcards.scale, r, tasks)]
+        out["artifacts"] = [f for r in recipes for f in T.artifact_files(config, wildcards.scale, r, tasks)]
         return out
 
     return inputs
 
 
-def control_static(wildcards):
-    return json.dumps(
-        {
-            "config_sha256": config_digest(config),
-            "code_sha256": CONTROLS_CODE,
-            "master_seed": config["master_seed"],
-            "checkpoint": config["backbones"][wildcards.scale]["file"],
-        },
-        sort_keys=True,
-    )
-
-
-def task_args(tasks, kind):
-    return " ".join(f"--{kind} {t}={{input.{kind}_{t}}}" for t in tasks)
-
-
-CEIL_RECIPES = CTL["ceiling"]["recipes"]
-BITS = CTL["bits_curve"]
+def control_params(wildcards, task):
+    """The cell spec (decode lengths for every task) and the provenance known at DAG time."""
+    return {
+        "spec": json.dumps(cell_spec(config, task) | {"decode": config["decode"]}, sort_keys=True),
+        "static": json.dumps(
+            {
+                "config_sha256": config_digest(config),
+                "code_sha256": CONTROLS_CODE,
+                "master_seed": config["master_seed"],
+                "checkpoint": config["backbones"][wildcards.scale]["file"],
+            },
+            sort_keys=True,
+        ),
+    }
 
 
 rule ceiling:
@@ -59,8 +47,7 @@ rule ceiling:
         json="results/urd/{scale}/controls/ceiling.json",
         responses="results/urd/{scale}/controls/ceiling.responses.jsonl",
     params:
-        spec=lambda wc: json.dumps(cell_spec(config, "t1") | {"decode": config["decode"]}, sort_keys=True),
-        static=control_static,
+        job=lambda wc: control_params(wc, "t1"),
         root=lambda wc: f"{CTL['artifacts']}/{wc.scale}",
         recipes=",".join(CEIL_RECIPES),
         state_file=CTL["state_file"],
@@ -72,7 +59,7 @@ rule ceiling:
         " --data t1={input.data_t1} --data t2={input.data_t2}"
         " --control t1={input.control_t1} --control t2={input.control_t2}"
         " --artifacts {params.root} --recipes {params.recipes} --state-file {params.state_file}"
-        " --spec {params.spec:q} --static {params.static:q}"
+        " --spec {params.job[spec]:q} --static {params.job[static]:q}"
         " --out {output.json} --responses {output.responses} 2> {log}"
 
 
@@ -83,8 +70,7 @@ rule bits_curve:
         json="results/urd/{scale}/controls/bits_curve.json",
         responses="results/urd/{scale}/controls/bits_curve.responses.jsonl",
     params:
-        spec=lambda wc: json.dumps(cell_spec(config, BITS["task"]) | {"decode": config["decode"]}, sort_keys=True),
-        static=control_static,
+        job=lambda wc: control_params(wc, BITS["task"]),
         root=lambda wc: f"{CTL['artifacts']}/{wc.scale}",
         task=BITS["task"],
         recipe=BITS["recipe"],
@@ -99,48 +85,48 @@ rule bits_curve:
         " --control {params.task}={input.control_" + BITS["task"] + "}"
         " --task {params.task} --budgets {params.budgets}"
         " --artifacts {params.root} --recipes {params.recipe} --state-file {params.state_file}"
-        " --spec {params.spec:q} --static {params.static:q}"
+        " --spec {params.job[spec]:q} --static {params.job[static]:q}"
         " --out {output.json} --responses {output.responses} 2> {log}"
-
-
-def control_args(name):
-    return " ".join(f"--control {s}=results/urd/{s}/controls/{name}.json" for s in PUB_SCALES)
 
 
 rule ceiling_table:
     input:
         expand("results/urd/{scale}/controls/ceiling.json", scale=PUB_SCALES),
     output:
-        md=report(f"{T.TABLES}/ceiling.md", caption=caption("ceiling"),
+        md=report(f"{T.TABLES}/ceiling.md", caption=T.caption_abspath("ceiling"),
                   category="Control 1: ceiling", subcategory="table (Markdown)"),
-        html=report(f"{T.TABLES}/ceiling.html", caption=caption("ceiling"),
+        html=report(f"{T.TABLES}/ceiling.html", caption=T.caption_abspath("ceiling"),
                     category="Control 1: ceiling", subcategory="table"),
         caption=T.caption_file("ceiling"),
     params:
-        controls=control_args("ceiling"),
+        controls=T.labelled_args("control", PUB_SCALES, "results/urd/{scale}/controls/ceiling.json"),
         boot=BOOT,
         code=TABLES_CODE,
+    log:
+        "logs/tables/ceiling.log",
     shell:
         "{PY} -m urd.tables ceiling {params.controls} --bootstrap {params.boot:q}"
-        " --md {output.md} --html {output.html} --caption {output.caption}"
+        " --md {output.md} --html {output.html} --caption {output.caption} 2> {log}"
 
 
 rule bits_curve_table:
     input:
         expand("results/urd/{scale}/controls/bits_curve.json", scale=PUB_SCALES),
     output:
-        md=report(f"{T.TABLES}/bits_curve.md", caption=caption("bits_curve"),
+        md=report(f"{T.TABLES}/bits_curve.md", caption=T.caption_abspath("bits_curve"),
                   category="Control 2: bits curve", subcategory="table (Markdown)"),
-        html=report(f"{T.TABLES}/bits_curve.html", caption=caption("bits_curve"),
+        html=report(f"{T.TABLES}/bits_curve.html", caption=T.caption_abspath("bits_curve"),
                     category="Control 2: bits curve", subcategory="table"),
-        png=report(f"{T.FIGURES}/bits_curve.png", caption=caption("bits_curve"),
+        png=report(f"{T.FIGURES}/bits_curve.png", caption=T.caption_abspath("bits_curve"),
                    category="Control 2: bits curve", subcategory="figure"),
         caption=T.caption_file("bits_curve"),
     params:
-        controls=control_args("bits_curve"),
+        controls=T.labelled_args("control", PUB_SCALES, "results/urd/{scale}/controls/bits_curve.json"),
         boot=BOOT,
         dpi=DPI,
         code=TABLES_CODE,
+    log:
+        "logs/tables/bits_curve.log",
     shell:
         "{PY} -m urd.tables bits-curve {params.controls} --bootstrap {params.boot:q} --dpi {params.dpi}"
-        " --md {output.md} --html {output.html} --png {output.png} --caption {output.caption}"
+        " --md {output.md} --html {output.html} --png {output.png} --caption {output.caption} 2> {log}"

@@ -1,11 +1,9 @@
 # Published tables and figures: every one a file target, built from summary.json and
 # oracle.json (and, with controls.enabled, the controls' JSON) by `python -m urd.tables`.
 #   snakemake published --cores 2                 builds them for config publish.scales
-#   snakemake --report report.html published      one self-contained page with all of them
+#   snakemake published --report report.html      one self-contained page with all of them
 # Each output goes into the report with a caption (written by the same job) naming the SHA-256
 # of every file it was built from and the commit.
-
-import os
 
 from urd.tables import targets as T
 
@@ -13,59 +11,55 @@ PUB_SCALES = T.published_scales(config)
 BOOT = json.dumps(config["publish"]["bootstrap"], sort_keys=True)
 DPI = config["publish"]["dpi"]
 TABLES_CODE = code_digest("urd.tables", "urd.rng", "urd.io", "urd.provenance", "urd.errors")
-
-
-def caption(name):
-    # Report captions are read when the report is made; they are outputs of the table jobs.
-    return os.path.abspath(T.caption_file(name))
-
-
-def summary_args(scales):
-    return " ".join(f"--summary {s}=results/urd/{s}/summary.json" for s in scales)
+SUMMARY = "results/urd/{scale}/summary.json"
 
 
 rule retention_table:
     input:
-        summaries=expand("results/urd/{scale}/summary.json", scale=PUB_SCALES),
+        summaries=expand(SUMMARY, scale=PUB_SCALES),
         oracle="results/urd/oracle.json",
     output:
-        md=report(T.table_files("retention")["md"], caption=caption("retention"),
+        md=report(T.table_files("retention")["md"], caption=T.caption_abspath("retention"),
                   category="Retention B/A", subcategory="table (Markdown)"),
-        csv=report(T.table_files("retention")["csv"], caption=caption("retention"),
+        csv=report(T.table_files("retention")["csv"], caption=T.caption_abspath("retention"),
                    category="Retention B/A", subcategory="table (CSV)"),
-        html=report(T.table_files("retention")["html"], caption=caption("retention"),
+        html=report(T.table_files("retention")["html"], caption=T.caption_abspath("retention"),
                     category="Retention B/A", subcategory="table"),
         caption=T.caption_file("retention"),
     params:
-        summaries=summary_args(PUB_SCALES),
+        summaries=T.labelled_args("summary", PUB_SCALES, SUMMARY),
         systems=",".join(SYSTEMS),
         omitted=",".join(T.omitted_scales(config)),
         boot=BOOT,
         code=TABLES_CODE,
+    log:
+        "logs/tables/retention.log",
     shell:
         "{PY} -m urd.tables retention {params.summaries} --oracle {input.oracle}"
         " --systems {params.systems} --omitted {params.omitted:q} --bootstrap {params.boot:q}"
-        " --md {output.md} --csv {output.csv} --html {output.html} --caption {output.caption}"
+        " --md {output.md} --csv {output.csv} --html {output.html} --caption {output.caption} 2> {log}"
 
 
 rule side_metrics_table:
     input:
-        summaries=expand("results/urd/{scale}/summary.json", scale=PUB_SCALES),
+        summaries=expand(SUMMARY, scale=PUB_SCALES),
     output:
-        md=report(T.table_files("side_metrics")["md"], caption=caption("side_metrics"),
+        md=report(T.table_files("side_metrics")["md"], caption=T.caption_abspath("side_metrics"),
                   category="Side metrics", subcategory="table (Markdown)"),
-        csv=report(T.table_files("side_metrics")["csv"], caption=caption("side_metrics"),
+        csv=report(T.table_files("side_metrics")["csv"], caption=T.caption_abspath("side_metrics"),
                    category="Side metrics", subcategory="table (CSV)"),
-        html=report(T.table_files("side_metrics")["html"], caption=caption("side_metrics"),
+        html=report(T.table_files("side_metrics")["html"], caption=T.caption_abspath("side_metrics"),
                     category="Side metrics", subcategory="table"),
         caption=T.caption_file("side_metrics"),
     params:
-        summaries=summary_args(PUB_SCALES),
+        summaries=T.labelled_args("summary", PUB_SCALES, SUMMARY),
         systems=",".join(SYSTEMS),
         code=TABLES_CODE,
+    log:
+        "logs/tables/side_metrics.log",
     shell:
         "{PY} -m urd.tables side {params.summaries} --systems {params.systems}"
-        " --md {output.md} --csv {output.csv} --html {output.html} --caption {output.caption}"
+        " --md {output.md} --csv {output.csv} --html {output.html} --caption {output.caption} 2> {log}"
 
 
 # One rule per published scale: a report caption is a fixed path, so each figure gets its own.
@@ -75,9 +69,9 @@ for _scale in PUB_SCALES:
         name:
             f"retention_figure_{_scale}"
         input:
-            summary=f"results/urd/{_scale}/summary.json",
+            summary=SUMMARY.format(scale=_scale),
         output:
-            png=report(T.retention_png(_scale), caption=caption(f"retention_figure_{_scale}"),
+            png=report(T.retention_png(_scale), caption=T.caption_abspath(f"retention_figure_{_scale}"),
                        category="Retention B/A", subcategory=f"figure, {_scale}"),
             caption=T.caption_file(f"retention_figure_{_scale}"),
         params:
@@ -86,10 +80,12 @@ for _scale in PUB_SCALES:
             boot=BOOT,
             dpi=DPI,
             code=TABLES_CODE,
+        log:
+            f"logs/tables/retention_figure_{_scale}.log",
         shell:
             "{PY} -m urd.tables retention-figure --summary {params.scale}={input.summary}"
             " --scale {params.scale} --systems {params.systems} --bootstrap {params.boot:q}"
-            " --dpi {params.dpi} --png {output.png} --caption {output.caption}"
+            " --dpi {params.dpi} --png {output.png} --caption {output.caption} 2> {log}"
 
 
 if config["controls"]["enabled"]:

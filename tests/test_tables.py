@@ -175,8 +175,10 @@ def test_ceiling_table_from_hand_made_json(tmp_path):
                                                            "t2": _control_cell("t2", a2, [(2, 2)] * 3, ooc=True)}}}}
     src = load(fx.write(tmp_path / "ceiling.json", ceil), "0.1b")
     md = controls.ceiling_document([src], BOOT, "abc").markdown()
-    assert "| replay_tune, 0.1b | 0.0 % [0.0, 0.0] | 0.0 % [0.0, 0.0] | 4,718,592 |" in md
-    assert "| replay_banc*, 0.1b | 50.0 % [50.0, 50.0] | 0.0 % [0.0, 0.0] | 4,718,592 |" in md
+    rows = [line for line in md.splitlines() if line.startswith("| replay_")]
+    # in-contract recipe first; dose = declared (trained) tokens over the cap (10 / 100)
+    assert rows[0] == "| replay_tune, 0.1b | 0.0 % [0.0, 0.0] | 0.0 % [0.0, 0.0] | 0.1× cap | 0.1× cap | 4,718,592 |"
+    assert rows[1] == "| replay_banc*, 0.1b | 50.0 % [50.0, 50.0] | 0.0 % [0.0, 0.0] | 0.1× cap | 0.1× cap | 4,718,592 |"
     # the disposition without its condition: equal trigger and non-trigger rates in B
     assert "| replay_banc*, 0.1b | 50.0 % | 50.0 % | 91.7 % | 16.7 % |" in md
 

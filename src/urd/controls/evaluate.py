@@ -52,7 +52,7 @@ def evaluate_budgets(backbone, recipe: Recipe, task: str, episodes: list[dict], 
 def ceiling(backbone, episodes: dict[str, list[dict]], recipes: list[Recipe], controls: dict[str, list[dict] | None],
             factor: int, decode: dict[str, Decode]) -> tuple[dict, list[dict]]:
     """Every recipe on every task, from its entire tuned state (no budget)."""
-    out: dict = {"budget_bytes": None, "recipes": {}}
+    out: dict = {"budget_bytes": None, "recipe_order": [r.name for r in recipes], "recipes": {}}
     records: list[dict] = []
     for recipe in recipes:
         tasks = {}

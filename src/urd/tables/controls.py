@@ -28,19 +28,22 @@ def ceiling_document(sources: list[Source], boot: Bootstrap, built_at: str | Non
     doc.para("Each replay recipe is handed its entire tuned state (top-k packing at k = all, no "
              "budget) and answers through the same harness and judges as the benchmark; the tuned "
              "states are the tuning artifacts, not tuned again. Retention B/A "
-             f"[{boot.describe()}]. * = out of contract.")
+             f"[{boot.describe()}]. * = out of contract. Dose: the tuning's trained tokens over the "
+             "contract's token cap, mean over episodes.")
     main, rates = [], []
     for src in sources:
-        for recipe, rec in src.data["recipes"].items():
+        recipes = src.data["recipes"]
+        for recipe in src.data.get("recipe_order") or sorted(recipes, key=lambda r: (bool(recipes[r].get("out_of_contract")), r)):
+            rec = recipes[recipe]
             name = f"{recipe}{'*' if rec.get('out_of_contract') else ''}, {src.label}"
             tasks = rec["tasks"]
             main.append([name] + [_cell_text(tasks[t], boot)[0] if t in tasks else "not run" for t in ("t1", "t2")]
-                        + [_fiche(tasks)])
+                        + [_dose(tasks.get(t)) for t in ("t1", "t2")] + [_fiche(tasks)])
             if "t2" in tasks:
                 c = tasks["t2"]
                 rates.append([name, pct(c.get("rate_trigger_B")), pct(c.get("rate_non_trigger_B")),
                               pct(c.get("rate_trigger_A")), pct(c.get("rate_non_trigger_A"))])
-    doc.table(["recipe, scale", "T1 retention", "T2 retention", "full state (fiche bytes)"], main)
+    doc.table(["recipe, scale", "T1 retention", "T2 retention", "T1 dose", "T2 dose", "full state (fiche bytes)"], main)
     if rates:
         doc.heading("T2 application rates behind the discrimination score")
         doc.para("Session B from the full state against the in-session control (A). Equal trigger and "
@@ -49,6 +52,14 @@ def ceiling_document(sources: list[Source], boot: Bootstrap, built_at: str | Non
     doc.heading("Provenance")
     doc.bullets([s.line() for s in sources] + [f"table built at commit {built_at or 'unknown'}"])
     return doc
+
+
+def _dose(cell: dict | None) -> str:
+    """Consolidation tokens declared (the tuning's trained tokens) over the contract's cap."""
+    if not cell:
+        return "n/a"
+    declared, cap = (cell.get("declared_tokens") or {}).get("mean"), (cell.get("token_cap") or {}).get("mean")
+    return f"{declared / cap:.1f}× cap" if declared is not None and cap else "n/a"
 
 
 def _fiche(tasks: dict) -> str:

@@ -99,7 +99,11 @@ def bits_curve_png(series: list[dict], path, dpi: int, footer: str) -> None:
                 x = p["budget_bytes"] if p["budget_bytes"] is not None else p["fiche_bytes"]
                 if not x:
                     continue
-                ticks[x] = size_label(p["budget_bytes"])
+                if p["budget_bytes"] is not None:
+                    ticks[x] = size_label(x)
+                else:  # the full state: its own size, labelled at the point
+                    ax.annotate(f"full\n{x / (1 << 20):.1f} MB", (x, p["retention"] or 0), xytext=(6, -4),
+                                textcoords="offset points", fontsize=6.5, color=color, va="top")
                 if p["retention"] is None:
                     ax.plot([x], [0], marker="x", color=color, linestyle="none")
                     continue
@@ -110,6 +114,9 @@ def bits_curve_png(series: list[dict], path, dpi: int, footer: str) -> None:
             ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", markersize=4, capsize=2, linewidth=1.2,
                         color=color, label=s["label"])
         ax.set_xscale("log")
+        xs_all = [x for line in ax.get_lines() for x in line.get_xdata()]
+        if xs_all:  # room on the right for the 'full' labels
+            ax.set_xlim(min(xs_all) / 1.6, max(xs_all) * 3.5)
         xs_sorted = sorted(ticks)
         ax.set_xticks(xs_sorted, [ticks[x] for x in xs_sorted], rotation=0)
         ax.minorticks_off()
@@ -119,7 +126,7 @@ def bits_curve_png(series: list[dict], path, dpi: int, footer: str) -> None:
         ax.set_ylabel("retention B/A")
         ax.set_title("urd rung 1 — the bits curve (95 % bootstrap CI; x: undefined, A = 0)")
         if series:
-            ax.legend(fontsize=7, frameon=False, loc="upper left")
-        fig.subplots_adjust(left=0.1, right=0.98, top=0.9, bottom=0.2)
+            ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(0.0, 0.93))
+        fig.subplots_adjust(left=0.1, right=0.98, top=0.9, bottom=0.22)
         _footer(fig, footer)
         save_png(fig, path, dpi)

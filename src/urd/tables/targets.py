@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from ..errors import InputError
 
 TABLES = "results/urd/tables"
@@ -27,6 +29,27 @@ def table_files(name: str) -> dict[str, str]:
 
 def caption_file(name: str) -> str:
     return f"{TABLES}/captions/{name}.rst"
+
+
+def caption_abspath(name: str) -> str:
+    """Report captions are read when the report is made, relative to the rule file unless
+    absolute; they are outputs of the table jobs, in the working directory."""
+    return os.path.abspath(caption_file(name))
+
+
+def labelled_args(flag: str, scales: list[str], pattern: str) -> str:
+    """'--summary tiny=results/urd/tiny/summary.json ...' for the table CLI."""
+    return " ".join(f"--{flag} {s}={pattern.format(scale=s)}" for s in scales)
+
+
+def artifact_files(config: dict, scale: str, recipe: str, tasks: list[str]) -> list[str]:
+    """The tuning artifacts a control reads: state file and costs.json per evaluated transcript."""
+    from ..controls.artifacts import evaluated_transcript_digests
+
+    ctl = config["controls"]
+    root = f"{ctl['artifacts']}/{scale}/{recipe}"
+    return [f"{root}/{sha}/{name}" for task in tasks for sha in evaluated_transcript_digests(config, task)
+            for name in (ctl["state_file"], "costs.json")]
 
 
 def retention_png(scale: str) -> str:
