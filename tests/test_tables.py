@@ -177,8 +177,8 @@ def test_ceiling_table_from_hand_made_json(tmp_path):
     md = controls.ceiling_document([src], BOOT, "abc").markdown()
     rows = [line for line in md.splitlines() if line.startswith("| replay_")]
     # in-contract recipe first; dose = declared (trained) tokens over the cap (10 / 100)
-    assert rows[0] == "| replay_tune, 0.1b | 0.0 % [0.0, 0.0] | 0.0 % [0.0, 0.0] | 0.1× cap | 0.1× cap | 4,718,592 |"
-    assert rows[1] == "| replay_banc*, 0.1b | 50.0 % [50.0, 50.0] | 0.0 % [0.0, 0.0] | 0.1× cap | 0.1× cap | 4,718,592 |"
+    assert rows[0] == "| replay_tune, 0.1b | 0.0 % [0.0, 0.0] | 0.0 % [0.0, 0.0] | 0.10× cap | 0.10× cap | 4,718,592 |"
+    assert rows[1] == "| replay_banc*, 0.1b | 50.0 % [50.0, 50.0] | 0.0 % [0.0, 0.0] | 0.10× cap | 0.10× cap | 4,718,592 |"
     # the disposition without its condition: equal trigger and non-trigger rates in B
     assert "| replay_banc*, 0.1b | 50.0 % | 50.0 % | 91.7 % | 16.7 % |" in md
 

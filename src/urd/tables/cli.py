@@ -35,6 +35,12 @@ def _write(path: str | None, text: str) -> None:
         print(f"wrote {path}", file=sys.stderr)
 
 
+def _short(commit: str | None) -> str:
+    if not commit:
+        return "unknown"
+    return commit[:12] + ("-dirty" if commit.endswith("-dirty") else "")
+
+
 def _order(text: str | None) -> list[str] | None:
     return [s for s in text.split(",") if s] if text else None
 
@@ -79,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
             if src is None:
                 raise SystemExit(f"--scale {args.scale}: no --summary with that label")
             cells = retention.build_cells(src, None, boot, _order(args.systems))
-            footer = f"{src.path} sha256 {src.sha256[:16]}; commit {(commit or 'unknown')[:16]}; {boot.resamples} resamples, seed {boot.seed}"
+            footer = f"{src.path} sha256 {src.sha256[:16]}; commit {_short(commit)}; {boot.resamples} resamples, seed {boot.seed}"
             figures.retention_png(cells, src.label, args.png, args.dpi, footer)
             print(f"wrote {args.png}", file=sys.stderr)
             _write(args.caption, caption_rst(f"Retention B/A, {src.label}", "Retention per system and task x split, "
@@ -96,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             _write(args.md, doc.markdown())
             _write(args.html, doc.html())
             if args.png:
-                footer = "; ".join(f"{s.label} sha256 {s.sha256[:16]}" for s in ctrl) + f"; commit {(commit or 'unknown')[:16]}"
+                footer = "; ".join(f"{s.label} sha256 {s.sha256[:16]}" for s in ctrl) + f"; commit {_short(commit)}"
                 figures.bits_curve_png(controls.bits_series(ctrl, boot), args.png, args.dpi, footer)
                 print(f"wrote {args.png}", file=sys.stderr)
             _write(args.caption, caption_rst(doc.title, "Retention against fiche budget, log axis.", ctrl, commit,

@@ -59,7 +59,10 @@ def _dose(cell: dict | None) -> str:
     if not cell:
         return "n/a"
     declared, cap = (cell.get("declared_tokens") or {}).get("mean"), (cell.get("token_cap") or {}).get("mean")
-    return f"{declared / cap:.1f}× cap" if declared is not None and cap else "n/a"
+    if declared is None or not cap:
+        return "n/a"
+    dose = declared / cap
+    return f"{dose:.1f}× cap" if dose >= 1 else f"{dose:.2f}× cap"
 
 
 def _fiche(tasks: dict) -> str:

@@ -102,7 +102,7 @@ def bits_curve_png(series: list[dict], path, dpi: int, footer: str) -> None:
                 if p["budget_bytes"] is not None:
                     ticks[x] = size_label(x)
                 else:  # the full state: its own size, labelled at the point
-                    ax.annotate(f"full\n{x / (1 << 20):.1f} MB", (x, p["retention"] or 0), xytext=(6, -4),
+                    ax.annotate(f"full\n{x / (1 << 20):.1f} MB" if x >= 1 << 20 else f"full\n{x / (1 << 10):.0f} KB", (x, p["retention"] or 0), xytext=(6, -4),
                                 textcoords="offset points", fontsize=6.5, color=color, va="top")
                 if p["retention"] is None:
                     ax.plot([x], [0], marker="x", color=color, linestyle="none")
