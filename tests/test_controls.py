@@ -178,13 +178,10 @@ def test_artifact_provider_reads_verifies_and_fails_loudly(tmp_path, tiny_backbo
         provider("another transcript")
 
 
-def test_artifact_names_are_known_when_the_dag_is_built(urd_config, repo):
-    from urd.io import read_jsonl
-
-    cfg = {**urd_config, "evaluate_episodes": 2}
+def test_artifact_names_are_known_when_the_dag_is_built(urd_config):
     from urd.calibrate import episodes_text
 
+    cfg = {**urd_config, "evaluate_episodes": 2}
     eps = [json.loads(line) for line in episodes_text(urd_config, "t2").splitlines()]
     assert evaluated_transcript_digests(cfg, "t2") == [transcript_sha256(e["transcript"]) for e in eps[:2]]
     assert len(evaluated_transcript_digests(urd_config, "t1")) == urd_config["episodes"]
-    del read_jsonl

@@ -50,7 +50,7 @@ def test_published_tables_match_their_summary_and_the_report_embeds_them(workflo
     again = snakemake(workflow, "published", "--allowed-rules", *TABLE_RULES, "-n")
     assert "Nothing to be done" in again.stdout + again.stderr
 
-    proc = snakemake(workflow, "published", "--allowed-rules", *TABLE_RULES, "--report", "report.html", check=True)
+    snakemake(workflow, "published", "--allowed-rules", *TABLE_RULES, "--report", "report.html", check=True)
     html = (workflow / "report.html").read_text()
     assert re.search(r"data:image/png[^\"']*;base64,iVBORw0KGgo", html), "the figure is not embedded"
     for name in ("retention.html", "retention.csv", "side_metrics.html", "retention_tiny.png"):
@@ -59,7 +59,6 @@ def test_published_tables_match_their_summary_and_the_report_embeds_them(workflo
         assert category in html
     assert digest in html, "captions must name the summary's SHA-256"
     assert not re.search(r"<script[^>]+src=\"http", html), "the report must be self-contained"
-    del proc
 
 
 def test_controls_are_wired_to_the_tuning_artifacts_when_enabled(workflow, urd_config):
