@@ -33,3 +33,11 @@ include: "rules/data.smk"
 include: "rules/backbone.smk"
 include: "rules/urd.smk"
 include: "rules/agentmem.smk"
+include: "rules/tables.smk"
+
+
+# `snakemake` alone, and `snakemake --report report.html`, build every published table and figure.
+rule all:
+    default_target: True
+    input:
+        rules.published.input,
