@@ -7,15 +7,19 @@ import json
 import re
 import sys
 
-from urd.config import config_digest, validate_config
+from urd.config import config_digest, validate_config, validate_section
 from urd.provenance import code_digest
 from urd.spend import register_spend_preview
 
 
+configfile: "config/agentmem.yaml"
 configfile: "config/config.yaml"
 
 
 validate_config(config, "config/schema.yaml", source="config/config.yaml (+ --config)")
+validate_section(
+    config["agentmem"], "config/agentmem.schema.yaml", "config/agentmem.yaml (+ --config)", "agentmem"
+)
 
 # `snakemake -n` ends with the planned spend of the jobs still to run (GPU, CPU, API dollars).
 register_spend_preview(workflow, config["prices"], where="config/config.yaml")
@@ -29,3 +33,12 @@ include: "rules/data.smk"
 include: "rules/backbone.smk"
 include: "rules/urd.smk"
 include: "rules/replay.smk"
+include: "rules/agentmem.smk"
+include: "rules/tables.smk"
+
+
+# `snakemake` alone, and `snakemake --report report.html`, build every published table and figure.
+rule all:
+    default_target: True
+    input:
+        rules.published.input,

@@ -57,7 +57,7 @@ if GENERATED:
             file="|".join(re.escape(f) for f in GENERATED),
         params:
             gen=lambda wc: GENERATED[wc.file]["generate"],
-            code=code_digest("urd.backbone.tiny", "urd.backbone.make_tiny"),
+            code=code_digest("urd.backbone.tiny"),
         shell:
-            "{PY} -m urd.backbone.make_tiny --seed {params.gen[seed]}"
-            " --n-layer {params.gen[n_layer]} --n-embd {params.gen[n_embd]} --out {output}"
+            "{PY} -m urd.backbone.tiny {output} --seed {params.gen[seed]}"
+            " --n-layer {params.gen[n_layer]} --n-embd {params.gen[n_embd]}"

@@ -33,6 +33,7 @@ DATA = {"t1": T1_DATA, "t2": T2_DATA}
 HARNESS_CODE = code_digest(
     "urd.run", "urd.harness", "urd.systems", "urd.backbone.adapter", "urd.backbone.state",
     "urd.backbone.rwkv_pkg", "urd.backbone.tokenizer", "urd.tasks", "urd.replay.artifact",
+    "urd.controls.tuned",
 )
 
 # A system that does not exist or lacks the interface fails here, before any model is loaded.

@@ -77,3 +77,12 @@ def test_bytes_are_pinned():
     data = checkpoint_bytes(random_state_dict(7, n_layer=1, n_embd=64, vocab_size=512))
     assert hashlib.sha256(data).hexdigest() == (
         "a1042c7a2953d43dc78c8c2f9ffda3bffde89aca5b2934c10edd9c0fedc51fdd")
+
+
+def test_command_line_writes_the_same_bytes(tmp_path, capsys):
+    from urd.backbone.tiny import main
+
+    assert main([str(tmp_path / "cli.pth"), "--seed", "7", "--n-layer", "1", "--n-embd", "64",
+                 "--vocab-size", "512"]) == 0
+    write_tiny_checkpoint(tmp_path / "api.pth", seed=7, n_layer=1, n_embd=64, vocab_size=512)
+    assert capsys.readouterr().out.strip() == _sha(tmp_path / "api.pth") == _sha(tmp_path / "cli.pth")

@@ -249,3 +249,14 @@ def test_answer_starts_from_the_unpacked_tuned_state(tiny_backbone, urd_config, 
     assert sum(int(torch.count_nonzero(small[3 * i + 1])) for i in range(L)) == 15
     # and the system's answer runs from it
     assert isinstance(sysm.answer(full, ep["queries"][0]["prompt"], ep["header"]), str)
+
+
+def test_the_controls_read_the_same_artifacts(urd_config, artifacts):
+    # the ceiling and bits-curve controls (urd.controls) take their tuned states from these files
+    from urd.controls.artifacts import ArtifactProvider
+
+    ep = one_episode(urd_config, 1)
+    for name in ("replay_tune", "replay_banc"):
+        tuned = ArtifactProvider(artifacts, name, urd_config["controls"]["state_file"])(ep["transcript"])
+        art = read_artifact(next((artifacts / name).iterdir()))
+        assert np.array_equal(tuned.wkv, art.state) and tuned.trained_tokens == art.costs["trained_tokens"]

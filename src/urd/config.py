@@ -21,15 +21,15 @@ DEFAULT_CONFIG = Path("config/config.yaml")
 DEFAULT_SCHEMA = Path("config/schema.yaml")
 
 
-def _key_path(error) -> str:
-    parts = [str(p) for p in error.absolute_path]
+def _key_path(error, prefix: str = "") -> str:
+    parts = ([prefix] if prefix else []) + [str(p) for p in error.absolute_path]
     return ".".join(parts) if parts else "<top level>"
 
 
-def _one_line(error, source: str) -> InputError:
+def _one_line(error, source: str, prefix: str = "") -> InputError:
     """Turn a jsonschema ValidationError into an InputError naming key and expectation."""
     v, val, inst = error.validator, error.validator_value, error.instance
-    key = _key_path(error)
+    key = _key_path(error, prefix)
     if v == "additionalProperties":
         allowed = sorted(error.schema.get("properties", {}))
         extra = sorted(set(inst) - set(allowed)) if isinstance(inst, dict) else []
@@ -55,6 +55,13 @@ def _one_line(error, source: str) -> InputError:
 
 def validate_config(config: dict, schema: str | Path = DEFAULT_SCHEMA, source: str = str(DEFAULT_CONFIG)) -> dict:
     """Validate in place (filling defaults) and return config; raise InputError on the first problem."""
+    validate_section(config, schema, source)
+    _cross_checks(config, source)
+    return config
+
+
+def validate_section(data: dict, schema: str | Path, source: str, prefix: str = "") -> dict:
+    """Snakemake's validate (fills defaults) with a one-line error; `prefix` names the section."""
     import jsonschema
     from snakemake.exceptions import WorkflowError
     from snakemake.utils import validate
@@ -63,15 +70,14 @@ def validate_config(config: dict, schema: str | Path = DEFAULT_SCHEMA, source: s
     if not schema.is_absolute():
         schema = (Path.cwd() / schema) if (Path.cwd() / schema).exists() else REPO / schema
     try:
-        validate(config, str(schema))
+        validate(data, str(schema))
     except WorkflowError as exc:
         # Snakemake raises inside its `except ValidationError`, so the original is the context.
         inner = exc.__context__
         if not isinstance(inner, jsonschema.ValidationError):
             raise
-        raise _one_line(inner, source) from None
-    _cross_checks(config, source)
-    return config
+        raise _one_line(inner, source, prefix) from None
+    return data
 
 
 def _cross_checks(config: dict, source: str) -> None:

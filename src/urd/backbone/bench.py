@@ -54,7 +54,7 @@ def stage_inference(shape: str, prefill_tokens: int, decode_tokens: int, repeats
         decode.append((time.perf_counter() - t) / decode_tokens)
     return {"shape": shape, **SHAPES[shape], "checkpoint_write_s": round(write_s, 3),
             "load_s": round(load_s, 3), "prefill_tokens": prefill_tokens,
-            "prefill_s": round(min(prefill), 3),
+            "prefill_s": round(min(prefill), 3), "threads": __import__("torch").get_num_threads(),
             "prefill_tokens_per_s": round(prefill_tokens / min(prefill), 1),
             "decode_ms_per_token": round(1000 * min(decode), 2), "peak_rss_mb": round(_peak_rss_mb())}
 
@@ -84,9 +84,9 @@ def stage_train(shape: str, tokens: int, repeats: int, checkpoint_layers: bool) 
             "threads": torch.get_num_threads()}
 
 
-def _child(args: list[str]) -> dict:
-    out = subprocess.run([sys.executable, "-m", "urd.backbone.bench", "--stage", *args],
-                         check=True, stdout=subprocess.PIPE, text=True).stdout
+def _child(args: list[str], threads: int) -> dict:
+    cmd = [sys.executable, "-m", "urd.backbone.bench", "--threads", str(threads), "--stage", *args]
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -94,9 +94,16 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=0,
+                    help="torch threads per stage (0: torch's default). On a shared machine, "
+                         "oversubscribed OpenMP threads can be 10x slower than one thread.")
     ap.add_argument("--stage", nargs="+", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.stage:
+        if a.threads:
+            import torch
+
+            torch.set_num_threads(a.threads)
         kind, shape, *rest = a.stage
         if kind == "inference":
             res = stage_inference(shape, int(rest[0]), int(rest[1]), a.repeats)
@@ -106,12 +113,13 @@ def main(argv=None) -> int:
         return 0
     r = str(a.repeats)
     results = {
-        "inference": [_child(["inference", "tiny", "2048", "64", "--repeats", r]),
-                      _child(["inference", "0.1b", "512", "32", "--repeats", r])],
-        "train": [_child(["train", "0.1b", "512", "0", "--repeats", r]),
-                  _child(["train", "0.1b", "2048", "0", "--repeats", "1"]),
-                  _child(["train", "0.1b", "2048", "1", "--repeats", "1"])],
+        "inference": [_child(["inference", "tiny", "2048", "64", "--repeats", r], a.threads),
+                      _child(["inference", "0.1b", "512", "32", "--repeats", r], a.threads)],
+        "train": [_child(["train", "0.1b", "512", "0", "--repeats", r], a.threads),
+                  _child(["train", "0.1b", "2048", "0", "--repeats", "1"], a.threads),
+                  _child(["train", "0.1b", "2048", "1", "--repeats", "1"], a.threads)],
         "cpu_count": os.cpu_count(),
+        "load_average": os.getloadavg(),
     }
     if a.out:
         from ..io import atomic_write_json

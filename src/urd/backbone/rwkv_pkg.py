@@ -26,6 +26,9 @@ def _quiet():
 
 def rwkv_model():
     """Return the `rwkv.model` module with RWKV-7 enabled."""
+    if os.environ.get("RWKV_DE_VERSION") == "1":
+        # DeepEmbed forwards expect s_emb tensors that g1d checkpoints do not have
+        raise UrdError("RWKV_DE_VERSION=1 is set; urd's RWKV-7 checkpoints are not DeepEmbed models")
     already = "rwkv.model" in sys.modules
     if not already:
         os.environ["RWKV_V7_ON"] = "1"

@@ -155,3 +155,27 @@ def write_tiny_checkpoint(path: str | os.PathLike, *, seed: int, n_layer: int = 
     sd = random_state_dict(seed, n_layer, n_embd, head_size, vocab_size)
     atomic_write_bytes(path, checkpoint_bytes(sd))
     return path
+
+
+def main(argv=None) -> int:
+    """python -m urd.backbone.tiny OUT.pth --seed N [--n-layer L --n-embd D]; prints the SHA-256."""
+    import argparse
+
+    from ..io import sha256_file
+
+    ap = argparse.ArgumentParser(description="Write a deterministic random RWKV-7 checkpoint.")
+    ap.add_argument("out")
+    ap.add_argument("--seed", type=int, required=True)
+    ap.add_argument("--n-layer", type=int, default=2)
+    ap.add_argument("--n-embd", type=int, default=128)
+    ap.add_argument("--head-size", type=int, default=64)
+    ap.add_argument("--vocab-size", type=int, default=65536)
+    a = ap.parse_args(argv)
+    path = write_tiny_checkpoint(a.out, seed=a.seed, n_layer=a.n_layer, n_embd=a.n_embd,
+                                 head_size=a.head_size, vocab_size=a.vocab_size)
+    print(sha256_file(path))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -48,15 +48,11 @@ class Replay(MemorySystem):
         return pack_topk(art.state.ravel(), budget_bytes)
 
     def state_from_fiche(self, fiche: bytes) -> list:
-        """The package state answer() starts from: unpacked time_state in the WKV slots."""
-        import torch  # not at import: the workflow imports systems when it is parsed
+        """The package state answer() starts from: unpacked time_state in the WKV slots, zero
+        token shifts (the same restore as the controls' tuned-state system)."""
+        from ..controls.tuned import state_with_wkv  # imports torch: not when the DAG is parsed
 
-        L = self.backbone.n_layer
-        flat = unpack_topk(fiche, int(np.prod(self.state_shape))).reshape(self.state_shape)
-        state = self.backbone.zero_state()
-        for i in range(L):
-            state[3 * i + 1] = torch.from_numpy(flat[i].copy()).to(state[3 * i + 1].device)
-        return state
+        return state_with_wkv(self.backbone, unpack_topk(fiche, int(np.prod(self.state_shape))))
 
     def answer(self, fiche, query, header):
         key = ("replay", hashlib.sha256(fiche).hexdigest())

@@ -1,0 +1,36 @@
+"""The checks registry: every shipped version, and scoring a run under any of them.
+
+The checks read only a store's rows and events, never a model's opinion of them. A
+version that reads a field an older report did not save, or does not define the report's
+case, refuses it rather than guessing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from ..errors import UrdError
+from . import checks_v1, checks_v2
+from .cases import case as case_named
+
+CURRENT = 2
+VERSIONS = {1: checks_v1, 2: checks_v2}
+
+
+class NotRescorable(UrdError):
+    """The requested checks version cannot score this run."""
+
+
+def evaluate(
+    rows: Sequence[Mapping], events: Sequence[tuple[str, Mapping]], *, trip_alone: bool, case: str, version: int = CURRENT
+) -> dict:
+    module = VERSIONS.get(version)
+    if module is None:
+        raise NotRescorable(f"checks version {version} does not exist; shipped: {sorted(VERSIONS)}")
+    if case not in module.CASES:
+        raise NotRescorable(f"checks version {version} does not define the {case} case")
+    for row in rows:
+        lacking = module.FIELDS - set(row)
+        if lacking:
+            raise NotRescorable(f"checks version {version} reads {sorted(lacking)}, which this run did not save")
+    return module.evaluate(rows, events, trip_alone=trip_alone, case=case_named(case))

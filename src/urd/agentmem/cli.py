@@ -1,0 +1,161 @@
+"""``python -m urd.agentmem``: run, estimate and rescore both suites.
+
+Exit status: 0 done; 1 the bar was not met and ``--require-bar`` asked for it; 2 nothing
+was run or written (bad input, a digest mismatch, or a live run without confirmation).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..errors import UrdError
+from ..io import atomic_write_json
+from . import estimate as estimate_mod
+from . import profile as profile_mod
+from . import settings as settings_mod
+from . import trip_vs_move, update_gate
+from .cases import CASES
+from .gates import GATES
+from .runtime import NotConfirmed, routes_for
+
+EXIT_OK, EXIT_BAR, EXIT_REFUSED = 0, 1, 2
+
+
+def _pin(text: str) -> tuple[str, str]:
+    purpose, sep, model = text.partition("=")
+    if not sep or not purpose.strip() or not model.strip():
+        raise argparse.ArgumentTypeError(f"--pin takes PURPOSE=MODEL, not {text!r}")
+    return purpose.strip(), model.strip()
+
+
+def _settings_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--config", type=Path, help="YAML file with an 'agentmem' key (default: config/agentmem.yaml)")
+    g.add_argument("--settings", help="config['agentmem'] as JSON (what the Snakemake rules pass)")
+    p.add_argument("--read-at", help="read every note at this YYYY-MM-DD instead of at its own date")
+
+
+def _model_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="the model every purpose runs on ('scripted': the offline table)")
+    p.add_argument("--pin", type=_pin, action="append", default=[], metavar="PURPOSE=MODEL", help="run one purpose on another model")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m urd.agentmem", description=__doc__.splitlines()[0])
+    suites = parser.add_subparsers(dest="suite", required=True)
+
+    tvm = suites.add_parser("trip-vs-move", help="a value that changes, and one that does not").add_subparsers(dest="verb", required=True)
+    for verb in ("run", "estimate"):
+        p = tvm.add_parser(verb)
+        p.add_argument("--case", choices=sorted(CASES), default="reader")
+        p.add_argument("--gate", choices=GATES, help="the update gate (default: agentmem.trip_vs_move.gate)")
+        _model_args(p)
+        _settings_args(p)
+        if verb == "run":
+            p.add_argument("--output", type=Path, required=True)
+            p.add_argument("--yes", action="store_true", help="confirm a live run's spend")
+            p.add_argument("--require-bar", action="store_true", help="exit 1 unless the bar is met")
+        else:
+            p.add_argument("--cents", action="store_true", help="print only the estimate in whole US cents")
+    p = tvm.add_parser("rescore", help="re-run the checks over a saved report; no call")
+    p.add_argument("report", type=Path)
+    p.add_argument("--checks-version", type=int, required=True)
+    p.add_argument("--output", type=Path, required=True)
+
+    ug = suites.add_parser("update-gate", help="the registered pair sets under three gates").add_subparsers(dest="verb", required=True)
+    for verb in ("run", "estimate"):
+        p = ug.add_parser(verb)
+        _model_args(p)
+        _settings_args(p)
+        p.add_argument("--samples", type=int, help="samples per pair (default: agentmem.update_gate.samples)")
+        if verb == "run":
+            p.add_argument("--output", type=Path, required=True)
+            p.add_argument("--yes", action="store_true", help="confirm a live run's spend")
+            p.add_argument("--require-bar", action="store_true", help="exit 1 unless every set meets its bar")
+        else:
+            p.add_argument("--cents", action="store_true", help="print only the estimate in whole US cents")
+    p = ug.add_parser("rescore", help="re-score a saved report's samples; no call")
+    p.add_argument("report", type=Path)
+    p.add_argument("--output", type=Path, required=True)
+    p = suites.add_parser("profile", help="record a live report's measured usage for later estimates")
+    p.add_argument("reports", type=Path, nargs="+")
+    _settings_args(p)
+    return parser
+
+
+def _settings(args) -> settings_mod.Settings:
+    s = settings_mod.load(args.config, settings_json=args.settings)
+    if args.read_at:
+        s = settings_mod.with_overrides(s, {"store.read_at": args.read_at})
+    return s
+
+
+def _read_report(path: Path, suite: str) -> dict:
+    from ..errors import InputError
+
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(path, "file", f"a saved {suite} report") from None
+    except ValueError as exc:
+        raise InputError(path, "report", "JSON", str(exc)) from None
+    if report.get("suite") != suite:
+        raise InputError(path, "suite", suite, report.get("suite"))
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return _dispatch(args)
+    except NotConfirmed as exc:
+        print(f"refused: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
+    except UrdError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
+
+
+def _dispatch(args) -> int:
+    if args.suite == "profile":
+        s = _settings(args)
+        path = s.calibration_dir / estimate_mod.PROFILE_FILE
+        merged = estimate_mod.load_profile(s)
+        for report_path in args.reports:
+            report = json.loads(report_path.read_text(encoding="utf-8"))
+            merged = profile_mod.merge(merged, report, report_path.name)
+        atomic_write_json(path, merged)
+        print(f"usage profile written to {path}")
+        return EXIT_OK
+    if args.verb == "rescore":
+        if args.suite == "trip-vs-move":
+            report = trip_vs_move.rescore(_read_report(args.report, "trip-vs-move"), args.checks_version)
+            print(f"re-scored under checks version {args.checks_version}: {report['verdict']}")
+        else:
+            report = update_gate.rescore(_read_report(args.report, "update-gate"))
+            print(f"re-scored: {report['verdict']}")
+        atomic_write_json(args.output, report)
+        return EXIT_OK
+    s = _settings(args)
+    pins = dict(args.pin)
+    if args.verb == "estimate":
+        routes = routes_for(args.model, s, pins)
+        profile = estimate_mod.load_profile(s)
+        if args.suite == "trip-vs-move":
+            est = estimate_mod.trip_vs_move(s, routes, args.case, gate=args.gate or s.raw["trip_vs_move"]["gate"], runs=s.runs, profile=profile)
+        else:
+            est = estimate_mod.update_gate(s, routes, samples=args.samples or s.raw["update_gate"]["samples"], profile=profile)
+        print(est.cents if args.cents else est.line())
+        return EXIT_OK
+    if args.suite == "trip-vs-move":
+        report = trip_vs_move.run_suite(args.case, args.model, s, gate=args.gate, pins=pins, yes=args.yes)
+        status = trip_vs_move.exit_status(report)
+    else:
+        report = update_gate.run_suite(args.model, s, pins=pins, samples=args.samples, yes=args.yes)
+        status = update_gate.exit_status(report)
+    atomic_write_json(args.output, report)
+    print(f"{args.suite} on {args.model}: {report['verdict']}")
+    return status if args.require_bar else EXIT_OK

@@ -1,0 +1,169 @@
+"""What a run will cost, before any call: from a measured usage profile when one exists
+for the case and model, else from a stated upper bound.
+
+The bound. Output tokens per call are at most the purpose's ``max_tokens`` (the API
+enforces it; thinking counts within it). Input tokens are at most the request's UTF-8
+bytes plus 32 for message framing, taking every claim at the store's ``max_claim_chars``
+(a restatement at twice that) and every note at its real size. Input is priced at the
+dearer of the input and cache-write rates. Call counts follow the store's enforced caps:
+``max_claims_per_note`` claims a note, ``max_pairs_per_claim`` partners a claim, the
+gate's probes per pair, at most one retirement per claim of an earlier note, and per
+retirement one re-anchor probe over ``max_reanchor_candidates`` claims, each with a
+check and ``max_conflict_checks`` contradiction probes. It reads high, by design.
+
+Pure: reads only the shipped notes, pair sets and the given profile; writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..llm import SCRIPTED_MODEL, Request, Routes, Usage
+from ..llm.prices import PriceBook
+from . import prompts
+from . import purposes as P
+from .cases import case as case_named
+from .cases import load_note
+from .gates import BEFORE_1_187, CHANGES_ONLY, PRODUCTION
+from .pairs import load_set_rows
+from .settings import Settings
+
+FRAMING_TOKENS = 32
+PROBE_CALLS_PER_PAIR = {PRODUCTION: 3, CHANGES_ONLY: 2, BEFORE_1_187: 3}
+PROFILE_FILE = "usage_profile.json"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    suite: str
+    model: str
+    source: str  # "bound", "profile" or "free"
+    usd: float
+    per_variant_usd: Mapping[str, float] = field(default_factory=dict)
+    calls: int | None = None
+    note: str = ""
+
+    @property
+    def cents(self) -> int:
+        # Rounded up: a planned-spend line must not read under the estimate.
+        return int(math.ceil(round(self.usd * 100, 6)))
+
+    def line(self) -> str:
+        calls = f", at most {self.calls} calls" if self.calls is not None else ""
+        return f"{self.suite} on {self.model}: estimate US${self.usd:.2f} ({self.source}{calls}; {self.note})"
+
+    def as_dict(self) -> dict:
+        return {
+            "source": self.source,
+            "usd": round(self.usd, 6),
+            "per_variant_usd": {k: round(v, 6) for k, v in sorted(self.per_variant_usd.items())},
+            "calls": self.calls,
+            "note": self.note,
+        }
+
+
+def _call_usd(prices: PriceBook, routes: Routes, request: Request) -> float:
+    price = prices.price(routes.model_for(request.purpose))
+    tokens_in = request.size_bytes() + FRAMING_TOKENS
+    return (tokens_in * max(price.input, price.cache_write) + request.max_tokens * price.output) / 1_000_000
+
+
+def _bound_run(settings: Settings, routes: Routes, case_name: str, variant: str, gate: str) -> tuple[float, int]:
+    lim, mt, prices = settings.limits, settings.max_tokens, settings.prices
+    notes = [load_note(n) for n in case_named(case_name).variants[variant]]
+    claim = "x" * lim.max_claim_chars
+    restatement = "x" * (2 * lim.max_claim_chars)
+    passage = max((n.text for n in notes), key=len)
+    usd, calls = 0.0, 0
+    for note in notes:  # extraction, and its one re-ask
+        req = prompts.extraction(note.text, note.date.isoformat(), max_claims=lim.max_claims_per_note, max_tokens=mt[P.EXTRACT], replica="")
+        usd += 2 * _call_usd(prices, routes, req)
+        calls += 2
+    pair_requests = [
+        prompts.update(claim, claim, confirm=False, max_tokens=mt[P.UPDATE], replica=""),
+        prompts.update(claim, claim, confirm=True, max_tokens=mt[P.UPDATE_CONFIRM], replica=""),
+        prompts.contradiction(claim, claim, max_tokens=mt[P.CONTRADICTION], replica=""),
+    ]
+    per_pair = sorted((_call_usd(prices, routes, r) for r in pair_requests), reverse=True)[: PROBE_CALLS_PER_PAIR[gate]]
+    pairs = sum(
+        lim.max_claims_per_note * min(lim.max_pairs_per_claim, lim.max_claims_per_note * j) for j in range(len(notes))
+    )
+    usd += pairs * sum(per_pair)
+    calls += pairs * len(per_pair)
+    retirements = min(pairs, lim.max_claims_per_note * (len(notes) - 1))
+    m, c = lim.max_reanchor_candidates, lim.max_conflict_checks
+    probe = prompts.reanchor(claim, passage, "2026-01-01", [claim] * m, max_tokens=mt[P.REANCHOR], replica="")
+    check = prompts.reanchor_check(claim, claim, restatement, passage, "2026-01-01", max_tokens=mt[P.REANCHOR_CHECK], replica="")
+    conflict = prompts.contradiction(claim, restatement, max_tokens=mt[P.CONTRADICTION], replica="")
+    per_retirement = _call_usd(prices, routes, probe) + m * (
+        _call_usd(prices, routes, check) + c * _call_usd(prices, routes, conflict)
+    )
+    usd += retirements * per_retirement
+    calls += retirements * (1 + m * (1 + c))
+    return usd, calls
+
+
+def _profile_usd(prices: PriceBook, routes: Routes, by_purpose: Mapping[str, Mapping]) -> float:
+    total = 0.0
+    for purpose, u in by_purpose.items():
+        usage = Usage(u.get("input_tokens", 0), u.get("output_tokens", 0), u.get("cache_write_tokens", 0), u.get("cache_read_tokens", 0))
+        total += prices.cost(routes.model_for(purpose), usage)
+    return total
+
+
+def load_profile(settings: Settings) -> dict:
+    path = Path(settings.calibration_dir) / PROFILE_FILE
+    if not path.exists():
+        return {}
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def trip_vs_move(
+    settings: Settings, routes: Routes, case_name: str, *, gate: str, runs: Mapping[str, int], profile: Mapping | None = None
+) -> Estimate:
+    suite = f"trip-vs-move {case_name}"
+    if all(m == SCRIPTED_MODEL for m in routes.by_purpose.values()):
+        return Estimate(suite, routes.model, "free", 0.0, {v: 0.0 for v in runs}, None, "the scripted arm makes no paid call")
+    measured = (profile or {}).get("trip-vs-move", {}).get(case_name, {}).get(routes.model, {})
+    if not routes.mixed and all(v in measured for v, n in runs.items() if n):
+        per = {v: _profile_usd(settings.prices, routes, measured[v]["by_purpose"]) for v, n in runs.items() if n}
+        usd = sum(per[v] * n for v, n in runs.items() if n)
+        return Estimate(suite, routes.model, "profile", usd, per, None, f"measured usage: {measured[next(iter(per))].get('source', 'a report')}")
+    per, calls = {}, 0
+    for variant, n in runs.items():
+        if not n:
+            continue
+        usd_run, calls_run = _bound_run(settings, routes, case_name, variant, gate)
+        per[variant] = usd_run
+        calls += n * calls_run
+    usd = sum(per[v] * n for v, n in runs.items() if n)
+    return Estimate(suite, routes.model, "bound", usd, per, calls, "an upper bound from the stated caps; no measured profile yet; it reads high")
+
+
+def update_gate(
+    settings: Settings, routes: Routes, *, samples: int, sets: Mapping[str, list[dict]] | None = None, profile: Mapping | None = None
+) -> Estimate:
+    suite = "update-gate"
+    if all(m == SCRIPTED_MODEL for m in routes.by_purpose.values()):
+        return Estimate(suite, routes.model, "free", 0.0, {}, None, "the scripted arm makes no paid call")
+    measured = (profile or {}).get("update-gate", {}).get(routes.model)
+    if measured and not routes.mixed and measured.get("samples") == samples:
+        usd = _profile_usd(settings.prices, routes, measured["by_purpose"])
+        return Estimate(suite, routes.model, "profile", usd, {}, None, f"measured usage: {measured.get('source', 'a report')}")
+    mt, prices = settings.max_tokens, settings.prices
+    rows_by_set = sets if sets is not None else load_set_rows(settings.calibration_dir)
+    usd, calls = 0.0, 0
+    for rows in rows_by_set.values():
+        for row in rows:
+            for req in (
+                prompts.contradiction(row["newer"], row["older"], max_tokens=mt[P.CONTRADICTION], replica=""),
+                prompts.update(row["older"], row["newer"], confirm=False, max_tokens=mt[P.UPDATE], replica=""),
+                prompts.update(row["older"], row["newer"], confirm=True, max_tokens=mt[P.UPDATE_CONFIRM], replica=""),
+            ):
+                usd += samples * _call_usd(prices, routes, req)
+                calls += samples
+    return Estimate(suite, routes.model, "bound", usd, {}, calls, "an upper bound: every row's real prompts, output at max_tokens; it reads high")

@@ -1,0 +1,10 @@
+"""The purposes this project's calls are made for; each can be pinned to its own model."""
+
+EXTRACT = "extract"
+CONTRADICTION = "contradiction"
+UPDATE = "update"
+UPDATE_CONFIRM = "update_confirm"
+REANCHOR = "reanchor"
+REANCHOR_CHECK = "reanchor_check"
+
+PURPOSES = (EXTRACT, CONTRADICTION, UPDATE, UPDATE_CONFIRM, REANCHOR, REANCHOR_CHECK)

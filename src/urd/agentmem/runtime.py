@@ -1,0 +1,72 @@
+"""Building a run's LLM client, and the confirmation a live run needs."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from ..errors import InputError, UrdError
+from ..llm import LLM, SCRIPTED_MODEL, Backends, Meter, ReplayCache, Routes, ScriptedBackend
+from ..llm.anthropic_backend import AnthropicBackend
+from .purposes import PURPOSES
+from .scripted import ScriptedResponder, ScriptedTable
+from .settings import Settings
+
+RUN_MARKER = ".urd-agentmem-run"
+
+
+class NotConfirmed(UrdError):
+    """A live run was asked for without confirmation; nothing was called."""
+
+
+def routes_for(model: str, settings: Settings, pins: dict[str, str] | None = None) -> Routes:
+    merged = {**settings.pins, **(pins or {})}
+    return Routes.build(model, PURPOSES, merged, source=f"{settings.origin}: agentmem.llm.pins")
+
+
+def is_live(routes: Routes) -> bool:
+    return any(m != SCRIPTED_MODEL for m in routes.by_purpose.values())
+
+
+def confirm_live(routes: Routes, settings: Settings, yes: bool) -> None:
+    if is_live(routes) and not (yes or settings.confirm_live):
+        raise NotConfirmed(
+            "this run calls a live model and spends money; confirm it with "
+            "agentmem.spend.confirm_live: true in config or --yes on the command line. Nothing was called."
+        )
+
+
+def build_llm(
+    settings: Settings,
+    routes: Routes,
+    meter: Meter,
+    *,
+    table: ScriptedTable | None = None,
+    http_client=None,
+) -> LLM:
+    llm_cfg = settings.raw["llm"]
+    scripted = None
+    if SCRIPTED_MODEL in routes.by_purpose.values():
+        scripted = ScriptedBackend(ScriptedResponder(table or ScriptedTable.load()))
+    backends = Backends(
+        scripted=scripted,
+        live_factory=lambda: AnthropicBackend(
+            max_retries=llm_cfg["max_retries"],
+            timeout_s=llm_cfg["timeout_s"],
+            prompt_cache=llm_cfg["prompt_cache"],
+            http_client=http_client,
+        ),
+    )
+    cache = ReplayCache(settings.work_dir / "llm-cache") if llm_cfg["replay_cache"] else None
+    return LLM(routes=routes, backends=backends, prices=settings.prices, meter=meter, cache=cache)
+
+
+def fresh_run_dir(path: Path) -> Path:
+    """An empty directory for one run. Only a directory an earlier run made is cleared."""
+    if path.exists():
+        if not (path / RUN_MARKER).exists() and any(path.iterdir()):
+            raise InputError(path, "directory", "an empty directory or one an earlier run of this suite made")
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    (path / RUN_MARKER).write_text("one trip-vs-move run's store; cleared when the run is repeated\n")
+    return path

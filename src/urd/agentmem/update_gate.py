@@ -1,0 +1,141 @@
+"""The update-gate suite: every registered pair asked N times, the contradiction and
+update probes on each sample, and three gates scored from the same answers."""
+
+from __future__ import annotations
+
+import copy
+import sys
+from collections.abc import Callable, Mapping
+
+from .. import __version__
+from ..llm import CallFailed, Meter, RequestRefused
+from . import estimate as estimate_mod
+from .gates import GATES
+from .pairs import set_info, load_set_rows
+from .probes import PairProbe
+from .runtime import build_llm, confirm_live, is_live, routes_for
+from .scoring import score_set
+from .scripted import ScriptedTable
+from .settings import Settings
+
+SUITE = "update-gate"
+REPORT_VERSION = 1
+
+
+def ask_sample(llm, row: Mapping, *, max_tokens, replica: str) -> dict:
+    """Both probes on one sample, whatever the other answered, so every gate can be scored."""
+    probe = PairProbe(llm, row["older"], row["newer"], max_tokens=max_tokens, replica=replica)
+    probe.contradiction()
+    probe.update()
+    return probe.answers()
+
+
+def run_suite(
+    model: str,
+    settings: Settings,
+    *,
+    pins: Mapping[str, str] | None = None,
+    samples: int | None = None,
+    yes: bool = False,
+    table: ScriptedTable | None = None,
+    http_client=None,
+    log: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
+) -> dict:
+    routes = routes_for(model, settings, dict(pins or {}))
+    samples = samples or settings.raw["update_gate"]["samples"]
+    rows_by_set = load_set_rows(settings.calibration_dir)
+    info = set_info(settings.calibration_dir)
+    est = estimate_mod.update_gate(settings, routes, samples=samples, sets=rows_by_set, profile=estimate_mod.load_profile(settings))
+    log(est.line())
+    confirm_live(routes, settings, yes)
+    ceiling = settings.raw["spend"]["max_usd_update_gate"] if is_live(routes) else None
+    meter = Meter()
+    llm = build_llm(settings, routes, meter, table=table, http_client=http_client)
+    incomplete = None
+    asked: dict[str, list[dict]] = {name: [] for name in rows_by_set}
+    try:
+        for name, rows in rows_by_set.items():
+            for row in rows:
+                if ceiling is not None and meter.spent_usd >= ceiling:
+                    raise _Stop(f"stopped before {name}/{row['id']}: measured spend US${meter.spent_usd:.4f} reached the ceiling US${ceiling:g}")
+                got = [
+                    ask_sample(llm, row, max_tokens=settings.max_tokens, replica=f"{name}/{row['id']}/sample-{s}")
+                    for s in range(1, samples + 1)
+                ]
+                asked[name].append({**row, "samples": got})
+            log(f"{name}: {len(rows)} pairs asked")
+    except _Stop as stop:
+        incomplete = str(stop)
+    except (CallFailed, RequestRefused) as exc:
+        incomplete = str(exc)
+    leaks = meter.leaks()
+    sets = {}
+    for name, rows in asked.items():
+        complete = len(rows) == len(rows_by_set[name])
+        sets[name] = {
+            "file": info[name]["file"],
+            "sha256": info[name]["sha256"],
+            "registered": info[name]["registered"],
+            "heldout": info[name]["heldout"],
+            "complete": complete,
+            "rows": rows,
+            "scores": score_set(rows, heldout=info[name]["heldout"]) if complete else None,
+        }
+    report = {
+        "suite": SUITE,
+        "report_version": REPORT_VERSION,
+        "urd_version": __version__,
+        "model": model,
+        "arm": "live" if is_live(routes) else "scripted",
+        "purposes": routes.as_dict(),
+        "mixed": routes.mixed,
+        "samples_per_pair": samples,
+        "gates": list(GATES),
+        "sets": sets,
+        "incomplete": incomplete,
+        "invalid": leaks or None,
+        "usage": meter.summary(),
+        "spend": {
+            "estimate": est.as_dict(),
+            "measured_usd": round(meter.spent_usd, 6),
+            "replayed_usd": round(meter.replayed_usd, 6),
+            "ceiling_usd": ceiling,
+        },
+        "prices": settings.prices.as_dict(),
+        "remarks": []
+        if is_live(routes)
+        else ["Scripted arm: every answer came from the package's table. It tests the harness and the scoring, and says nothing about any model."],
+    }
+    report["verdict"] = verdict(report)
+    return report
+
+
+class _Stop(Exception):
+    pass
+
+
+def verdict(report: Mapping) -> dict:
+    """Per set: the bar and the regression reading; overall: every set meeting its bar."""
+    per = {
+        name: None if s["scores"] is None else {"bar": s["scores"]["bar"], "regression": s["scores"]["regression"]}
+        for name, s in report["sets"].items()
+    }
+    if report["incomplete"] or report["invalid"] or report["mixed"] or any(v is None for v in per.values()):
+        met = None
+    else:
+        met = all(v["bar"] for v in per.values())
+    return {"sets": per, "bars_met": met}
+
+
+def rescore(report: Mapping) -> dict:
+    """Re-score saved samples under the current gates and bars; no call."""
+    out = copy.deepcopy(dict(report))
+    for s in out["sets"].values():
+        s["scores"] = score_set(s["rows"], heldout=s["heldout"]) if s["complete"] else None
+    out["verdict"] = verdict(out)
+    out["rescored"] = {"calls": 0}
+    return out
+
+
+def exit_status(report: Mapping) -> int:
+    return 0 if report["verdict"]["bars_met"] is True else 1

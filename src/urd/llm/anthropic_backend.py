@@ -1,0 +1,81 @@
+"""The live backend: the ``anthropic`` SDK's Messages API, with its retries and timeout.
+
+The key is read from the environment and handed straight to the SDK; this object keeps
+no copy of it, and no error message built here quotes a request header.
+"""
+
+from __future__ import annotations
+
+import os
+
+import anthropic
+
+from .errors import CallFailed, KeyMissing
+from .request import Completion, Request
+from .usage import Usage
+
+KEY_VARIABLE = "ANTHROPIC_API_KEY"
+
+
+class AnthropicBackend:
+    def __init__(
+        self,
+        *,
+        max_retries: int,
+        timeout_s: float,
+        prompt_cache: bool = True,
+        http_client=None,
+        base_url: str | None = None,
+    ) -> None:
+        key = os.environ.get(KEY_VARIABLE, "").strip()
+        if not key:
+            raise KeyMissing()
+        # An explicit key keeps the SDK from looking for credential profiles on disk.
+        self._client = anthropic.Anthropic(
+            api_key=key,
+            max_retries=max_retries,
+            timeout=timeout_s,
+            http_client=http_client,
+            base_url=base_url,
+        )
+        self._prompt_cache = prompt_cache
+
+    def complete(self, model: str, request: Request) -> Completion:
+        system: list[dict] = [{"type": "text", "text": request.system}]
+        if self._prompt_cache:
+            # The instructions repeat across calls of a purpose; the data never does.
+            system[0]["cache_control"] = {"type": "ephemeral"}
+        try:
+            message = self._client.messages.create(
+                model=model,
+                max_tokens=request.max_tokens,
+                system=system,
+                messages=[{"role": "user", "content": request.user}],
+            )
+        except anthropic.APIStatusError as exc:
+            raise CallFailed(request.purpose, model, f"HTTP {exc.status_code} ({type(exc).__name__})") from None
+        except anthropic.APIConnectionError as exc:
+            raise CallFailed(request.purpose, model, type(exc).__name__) from None
+        text = "".join(
+            block.text for block in message.content if getattr(block, "type", None) == "text"
+        )
+        u = message.usage
+        usage = Usage(
+            input_tokens=u.input_tokens or 0,
+            output_tokens=u.output_tokens or 0,
+            cache_write_tokens=getattr(u, "cache_creation_input_tokens", None) or 0,
+            cache_read_tokens=getattr(u, "cache_read_input_tokens", None) or 0,
+        )
+        if not text.strip():
+            # An empty reply is a failed call; the tokens it burned travel with the
+            # exception so the meter still counts them.
+            raise EmptyReply(request.purpose, model, message.stop_reason or "no text", message.model, usage)
+        return Completion(text=text, model=message.model, usage=usage)
+
+
+class EmptyReply(CallFailed):
+    """The API answered, and billed, but returned no text (a budget spent on thinking)."""
+
+    def __init__(self, purpose: str, model: str, why: str, answered: str, usage: Usage) -> None:
+        super().__init__(purpose, model, f"empty reply ({why})")
+        self.answered, self.usage = answered, usage

@@ -1,0 +1,96 @@
+"""The one client every suite calls: route by purpose, replay, meter, price."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .cache import ReplayCache
+from .errors import CallFailed, RequestRefused
+from .prices import PriceBook
+from .request import Request
+from .routes import Routes
+from .scripted import SCRIPTED_MODEL, ScriptedBackend
+from .usage import CallRecord, Meter
+
+
+@dataclass
+class Backends:
+    """The scripted backend, and a factory for the live one (built on first live call)."""
+
+    scripted: ScriptedBackend | None = None
+    live_factory: Callable[[], object] | None = None
+    _live: object | None = None
+
+    def for_model(self, model: str, purpose: str):
+        if model == SCRIPTED_MODEL:
+            if self.scripted is None:
+                raise CallFailed(purpose, model, "no scripted table was loaded")
+            return self.scripted
+        if self._live is None:
+            if self.live_factory is None:
+                raise CallFailed(purpose, model, "no live backend is configured")
+            self._live = self.live_factory()
+        return self._live
+
+
+class LLM:
+    """Ask a request on its purpose's model; every answered call lands in ``meter``."""
+
+    def __init__(
+        self,
+        *,
+        routes: Routes,
+        backends: Backends,
+        prices: PriceBook,
+        meter: Meter,
+        cache: ReplayCache | None = None,
+    ) -> None:
+        self.routes, self.backends, self.prices = routes, backends, prices
+        self.meter, self.cache = meter, cache
+
+    def ask(self, request: Request) -> str:
+        model = self.routes.model_for(request.purpose)
+        # The scripted arm costs nothing and is its own table: it is never cached.
+        use_cache = self.cache is not None and model != SCRIPTED_MODEL
+        if use_cache:
+            hit = self.cache.get(model, request)
+            if hit is not None:
+                self._record(request, model, hit, replayed=True)
+                return hit.text
+        try:
+            completion = self.backends.for_model(model, request.purpose).complete(model, request)
+        except RequestRefused:
+            self.meter.refused[request.purpose] += 1
+            raise
+        except CallFailed as exc:
+            self.meter.failed[request.purpose] += 1
+            usage = getattr(exc, "usage", None)
+            if usage is not None:  # billed although unusable
+                self.meter.add(
+                    CallRecord(
+                        request.purpose, model, exc.answered, usage, self._cost(model, exc.answered, usage)
+                    )
+                )
+            raise
+        self._record(request, model, completion, replayed=False)
+        if use_cache:
+            self.cache.put(model, request, completion)
+        return completion.text
+
+    def _record(self, request: Request, model: str, completion, *, replayed: bool) -> None:
+        self.meter.add(
+            CallRecord(
+                purpose=request.purpose,
+                pinned_model=model,
+                answered_model=completion.model,
+                usage=completion.usage,
+                list_cost_usd=self._cost(model, completion.model, completion.usage),
+                replayed=replayed,
+            )
+        )
+
+    def _cost(self, pinned: str, answered: str, usage) -> float:
+        # A leak to an unpriced model is priced at the pinned model's rate; the run is
+        # invalid anyway, and its spend must still count against the ceiling.
+        return self.prices.cost(answered if self.prices.has(answered) else pinned, usage)

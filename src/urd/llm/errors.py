@@ -1,0 +1,32 @@
+"""Errors of the LLM layer. None of them ever carries the API key."""
+
+from ..errors import UrdError
+
+
+class LLMError(UrdError):
+    """Base class for failures of a model call."""
+
+
+class KeyMissing(LLMError):
+    """A live model was routed but ANTHROPIC_API_KEY is not set."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "ANTHROPIC_API_KEY is not set: a live model needs it (the scripted arm does not)"
+        )
+
+
+class CallFailed(LLMError):
+    """The SDK gave up on a call (after its own retries) or the reply had no text."""
+
+    def __init__(self, purpose: str, model: str, why: str) -> None:
+        self.purpose, self.model, self.why = purpose, model, why
+        super().__init__(f"{purpose} call on {model} failed: {why}")
+
+
+class RequestRefused(LLMError):
+    """The scripted arm's table has no answer for this request's data."""
+
+    def __init__(self, purpose: str, detail: str) -> None:
+        self.purpose, self.detail = purpose, detail
+        super().__init__(f"scripted arm refused a {purpose} request: {detail}")

@@ -1,0 +1,67 @@
+"""The published files, by path: what rules/tables.smk builds and the `published` target lists."""
+
+from __future__ import annotations
+
+import os
+
+from ..errors import InputError
+
+TABLES = "results/urd/tables"
+FIGURES = "results/urd/figures"
+
+
+def published_scales(config: dict, source: str = "config/config.yaml (+ --config)") -> list[str]:
+    scales = list(config["publish"]["scales"])
+    unknown = [s for s in scales if s not in config["backbones"]]
+    if unknown:
+        raise InputError(source, "publish.scales", f"scales among backbones ({', '.join(config['backbones'])})",
+                         ", ".join(unknown))
+    return scales
+
+
+def omitted_scales(config: dict) -> list[str]:
+    return [s for s in config["backbones"] if s not in config["publish"]["scales"]]
+
+
+def table_files(name: str) -> dict[str, str]:
+    return {fmt: f"{TABLES}/{name}.{fmt}" for fmt in ("md", "csv", "html")} | {"caption": caption_file(name)}
+
+
+def caption_file(name: str) -> str:
+    return f"{TABLES}/captions/{name}.rst"
+
+
+def caption_abspath(name: str) -> str:
+    """Report captions are read when the report is made, relative to the rule file unless
+    absolute; they are outputs of the table jobs, in the working directory."""
+    return os.path.abspath(caption_file(name))
+
+
+def labelled_args(flag: str, scales: list[str], pattern: str) -> str:
+    """'--summary tiny=results/urd/tiny/summary.json ...' for the table CLI."""
+    return " ".join(f"--{flag} {s}={pattern.format(scale=s)}" for s in scales)
+
+
+def artifact_files(config: dict, scale: str, recipe: str, tasks: list[str]) -> list[str]:
+    """The tuning artifacts a control reads: state file and costs.json per evaluated transcript."""
+    from ..controls.artifacts import evaluated_transcript_digests
+
+    ctl = config["controls"]
+    root = f"{ctl['artifacts']}/{scale}/{recipe}"
+    return [f"{root}/{sha}/{name}" for task in tasks for sha in evaluated_transcript_digests(config, task)
+            for name in (ctl["state_file"], "costs.json")]
+
+
+def retention_png(scale: str) -> str:
+    return f"{FIGURES}/retention_{scale}.png"
+
+
+def published_files(config: dict) -> list[str]:
+    scales = published_scales(config)
+    files = [table_files("retention")[f] for f in ("md", "csv", "html")]
+    files += [table_files("side_metrics")[f] for f in ("md", "csv", "html")]
+    files += [retention_png(s) for s in scales]
+    if config["controls"]["enabled"]:
+        files += [f"{TABLES}/ceiling.md", f"{TABLES}/ceiling.html", f"{TABLES}/bits_curve.md",
+                  f"{TABLES}/bits_curve.html", f"{FIGURES}/bits_curve.png"]
+    return files

@@ -1,0 +1,187 @@
+"""The live path end to end, offline: the real anthropic SDK against a fake Messages API
+(an httpx2 mock transport answering from the scripted table with token usage).
+
+Covers metering and pricing, the replay cache, the spend ceiling, the model-leak rule,
+the confirmation a live run needs, SDK retries inside a run, and that the API key is
+never written anywhere.
+"""
+
+import json
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from urd.agentmem import settings as settings_mod
+from urd.agentmem import trip_vs_move, update_gate
+from urd.agentmem.runtime import NotConfirmed
+from urd.agentmem.scripted import ScriptedResponder, ScriptedTable
+from urd.io import atomic_write_json
+from urd.llm import Request, fenced_blocks
+
+REPO = Path(__file__).resolve().parents[1]
+KEY = "sk-ant-sentinel-key-0123456789-never-in-a-file"
+MODEL = "claude-sonnet-5-5"
+SMALL = {"move": 1, "trip-alone": 1}
+QUIET = {"log": lambda line: None}
+
+
+class FakeMessagesAPI:
+    """Answers /v1/messages from the scripted table; usage is a quarter-token per byte."""
+
+    def __init__(self, *, answered_model=None, fail_first=()):
+        self.responder = ScriptedResponder(ScriptedTable.load())
+        self.answered_model = answered_model
+        self.fail_first = list(fail_first)
+        self.requests = []
+
+    def __call__(self, request):
+        self.requests.append(request)
+        if self.fail_first:
+            return httpx2.Response(self.fail_first.pop(0), headers={"retry-after-ms": "1"}, json={"type": "error", "error": {"type": "overloaded_error", "message": "busy"}})
+        body = json.loads(request.content)
+        system = "".join(block["text"] for block in body["system"])
+        user = body["messages"][0]["content"]
+        answer = self.responder(Request("update", system, user, body["max_tokens"]))
+        if isinstance(answer, tuple):
+            return httpx2.Response(400, json={"type": "error", "error": {"type": "invalid_request_error", "message": answer[1]}})
+        model = self.answered_model(user) if self.answered_model else body["model"]
+        return httpx2.Response(
+            200,
+            json={
+                "id": f"msg_{len(self.requests)}", "type": "message", "role": "assistant", "model": model,
+                "content": [{"type": "text", "text": answer}], "stop_reason": "end_turn", "stop_sequence": None,
+                "usage": {"input_tokens": len(user) // 4, "output_tokens": len(answer) // 4 + 1,
+                          "cache_creation_input_tokens": len(system) // 4, "cache_read_input_tokens": 0},
+            },
+        )
+
+    def client(self):
+        return httpx2.Client(transport=httpx2.MockTransport(self))
+
+
+@pytest.fixture
+def key(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+
+
+def make_settings(tmp_path, **changes):
+    base = settings_mod.load(REPO / "config/agentmem.yaml")
+    return settings_mod.with_overrides(
+        base, {"work_dir": str(tmp_path / "work"), "calibration_dir": str(REPO / "calibration/agentmem"), **changes}
+    )
+
+
+def run(tmp_path, api, yes=True, **changes):
+    return trip_vs_move.run_suite(
+        "reader", MODEL, make_settings(tmp_path, **changes), runs=SMALL, yes=yes, http_client=api.client(), **QUIET
+    )
+
+
+def test_a_live_run_is_metered_priced_and_replayed_for_nothing(tmp_path, key):
+    api = FakeMessagesAPI()
+    first = run(tmp_path, api)
+    assert first["arm"] == "live" and all(r["passed"] for r in first["runs"])
+    assert first["verdict"]["bar_met"] is None  # 1+1 runs is not the protocol: no bar stated
+    rows = [row for r in first["runs"] for row in r["usage"]["by_purpose"]]
+    assert {row["model"] for row in rows} == {MODEL}
+    assert {row["purpose"] for row in rows} >= {"extract", "update", "update_confirm", "reanchor"}
+    priced = sum(
+        (row["input_tokens"] * 2.0 + row["output_tokens"] * 10.0 + row["cache_write_tokens"] * 2.5) / 1e6 for row in rows
+    )
+    assert first["spend"]["measured_usd"] == pytest.approx(priced, abs=1e-5) and priced > 0
+    assert sum(r["usage"]["calls"] for r in first["runs"]) == len(api.requests)
+
+    again = run(tmp_path, FakeMessagesAPI())
+    assert again["spend"]["measured_usd"] == 0
+    assert again["spend"]["replayed_usd"] == pytest.approx(first["spend"]["measured_usd"])
+    assert [r["checks"] for r in again["runs"]] == [r["checks"] for r in first["runs"]]
+
+
+def test_sdk_retries_on_429_and_529_inside_a_run(tmp_path, key):
+    api = FakeMessagesAPI(fail_first=[429, 529])
+    report = run(tmp_path, api)
+    assert all(r["passed"] for r in report["runs"])
+    assert len(api.requests) == sum(r["usage"]["calls"] for r in report["runs"]) + 2
+
+
+def test_the_ceiling_stops_a_run_and_reports_it_incomplete(tmp_path, key):
+    api = FakeMessagesAPI()
+    report = run(tmp_path, api, **{"spend.max_usd_per_run": 0.000001})
+    for r in report["runs"]:
+        assert r["passed"] is None and r["incomplete"].startswith("stopped before")
+        assert "reached the ceiling US$1e-06" in r["incomplete"]
+    assert report["verdict"]["incomplete"] == 2 and report["spend"]["ceiling_usd_per_run"] == 0.000001
+    move = report["runs"][0]
+    assert [n["note"] for n in move["notes_read"]] == ["reader-01.md"]  # the first step ran, nothing after
+
+
+def test_a_call_answered_by_another_model_marks_the_run_invalid(tmp_path, key):
+    leak = FakeMessagesAPI(answered_model=lambda user: "claude-sonnet-4-6" if any(l == "note" for l, _ in fenced_blocks(user)) else MODEL)
+    report = run(tmp_path, leak)
+    for r in report["runs"]:
+        assert r["passed"] is None and r["invalid"] == [f"extract was pinned to {MODEL} and answered by claude-sonnet-4-6"]
+    assert report["verdict"]["invalid"] == 2 and report["verdict"]["bar_met"] is None
+
+
+def test_a_live_run_needs_confirmation_before_any_call(tmp_path, key):
+    api = FakeMessagesAPI()
+    with pytest.raises(NotConfirmed, match="confirm_live"):
+        run(tmp_path, api, yes=False)
+    assert api.requests == []
+    confirmed = run(tmp_path, api, yes=False, **{"spend.confirm_live": "true"})
+    assert all(r["passed"] for r in confirmed["runs"])
+
+
+def test_update_gate_live_path_and_its_ceiling(tmp_path, key):
+    api = FakeMessagesAPI()
+    s = make_settings(tmp_path, **{"llm.replay_cache": False})
+    report = update_gate.run_suite(MODEL, s, yes=True, http_client=api.client(), **QUIET)
+    assert len(api.requests) == report["usage"]["calls"]
+    assert report["verdict"]["bars_met"] is True and report["spend"]["measured_usd"] > 0
+    capped = update_gate.run_suite(
+        MODEL,
+        make_settings(tmp_path / "b", **{"spend.max_usd_update_gate": 0.0001, "llm.replay_cache": False}),
+        yes=True, http_client=FakeMessagesAPI().client(), **QUIET,
+    )
+    assert capped["incomplete"].startswith("stopped before") and capped["verdict"]["bars_met"] is None
+    assert any(not s["complete"] and s["scores"] is None for s in capped["sets"].values())
+
+
+def test_the_key_is_never_written_to_any_output_log_cache_or_record(tmp_path, key, capfd):
+    report = run(tmp_path, FakeMessagesAPI(fail_first=[529]))
+    atomic_write_json(tmp_path / "report.json", report)
+    update_gate.run_suite(MODEL, make_settings(tmp_path), samples=1, yes=True, http_client=FakeMessagesAPI().client())
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any("llm-cache" in str(p) for p in written) and any(p.name == "store.sqlite" for p in written)
+    for path in written:
+        assert KEY.encode() not in path.read_bytes(), path
+    out, err = capfd.readouterr()
+    assert KEY not in out and KEY not in err
+
+
+def test_a_live_report_becomes_the_usage_profile_the_next_estimate_uses(tmp_path, key):
+    from urd.agentmem import estimate, profile
+    from urd.agentmem.runtime import routes_for
+
+    report = run(tmp_path, FakeMessagesAPI())
+    measured = profile.merge({}, report, "report.json")
+    s = make_settings(tmp_path)
+    est = estimate.trip_vs_move(s, routes_for(MODEL, s), "reader", gate="production", runs={"move": 3, "trip-alone": 2}, profile=measured)
+    per_run = {r["variant"]: sum(row["list_cost_usd"] for row in r["usage"]["by_purpose"]) for r in report["runs"]}
+    assert est.source == "profile"
+    assert est.usd == pytest.approx(3 * per_run["move"] + 2 * per_run["trip-alone"], rel=1e-6)
+    bound = estimate.trip_vs_move(s, routes_for(MODEL, s), "reader", gate="production", runs={"move": 3, "trip-alone": 2})
+    assert est.usd < bound.usd
+    with pytest.raises(Exception, match="every run complete"):
+        profile.merge({}, run(tmp_path / "c", FakeMessagesAPI(), **{"spend.max_usd_per_run": 0.000001}), "capped.json")
+
+
+def test_a_purpose_pinned_to_another_model_is_named_and_states_no_bar(tmp_path, key):
+    report = trip_vs_move.run_suite(
+        "reader", MODEL, make_settings(tmp_path), pins={"reanchor": "claude-sonnet-4-6"}, yes=True,
+        http_client=FakeMessagesAPI().client(), **QUIET,
+    )
+    assert report["mixed"] and report["purposes"]["reanchor"] == "claude-sonnet-4-6" and report["purposes"]["extract"] == MODEL
+    assert all(r["passed"] and r["invalid"] is None for r in report["runs"])
+    assert report["verdict"]["bar_met"] is None and "more than one model" in report["verdict"]["bar_note"]

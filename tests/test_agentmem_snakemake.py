@@ -1,0 +1,56 @@
+"""The rules, through Snakemake, from a scratch working directory (a test Snakefile that
+loads config/agentmem.yaml, validates it and includes rules/agentmem.smk)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = Path(sys.executable).with_name("snakemake")
+LIVE = "results/trip-vs-move/reader/claude-sonnet-5-5/report.json"
+SCRIPTED = ["results/trip-vs-move/reader/scripted/report.json", "results/update-gate/scripted/report.json"]
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    (tmp_path / "calibration").symlink_to(REPO / "calibration")
+    (tmp_path / "Snakefile").write_text(
+        "from snakemake.utils import validate\n"
+        f'configfile: "{REPO}/config/agentmem.yaml"\n'
+        f'validate(config["agentmem"], "{REPO}/config/agentmem.schema.yaml")\n'
+        f'include: "{REPO}/rules/agentmem.smk"\n'
+    )
+    return tmp_path
+
+
+def snakemake(workdir, *args):
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    env.pop("ANTHROPIC_API_KEY", None)
+    return subprocess.run([str(SNAKEMAKE), *args], cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_dry_run_of_a_live_target_prints_the_estimate_in_dollars(workdir):
+    proc = snakemake(workdir, "-n", LIVE)
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout + proc.stderr
+    assert "trip-vs-move reader on claude-sonnet-5-5: estimate US$" in text
+    confirmed = snakemake(workdir, "-n", LIVE, "--config", "agentmem={spend: {confirm_live: true}}")
+    assert confirmed.returncode == 0, confirmed.stderr
+
+
+def test_scripted_targets_pass_their_bars_and_a_live_target_fails_unconfirmed(workdir):
+    proc = snakemake(workdir, *SCRIPTED, "--cores", "2")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    tvm = json.loads((workdir / SCRIPTED[0]).read_text())
+    ug = json.loads((workdir / SCRIPTED[1]).read_text())
+    assert tvm["verdict"]["bar_met"] is True and ug["verdict"]["bars_met"] is True
+    live = snakemake(workdir, LIVE, "--cores", "1")
+    assert live.returncode != 0 and not (workdir / LIVE).exists()
+    log = (workdir / "logs/agentmem/trip-vs-move/reader/claude-sonnet-5-5.log").read_text()
+    assert "estimate US$" in log and "confirm_live" in log

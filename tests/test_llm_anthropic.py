@@ -1,0 +1,87 @@
+"""The live backend on the real anthropic SDK, through an httpx2 mock transport (no network).
+
+anthropic 2.10.0 takes an ``httpx2.Client`` as ``http_client`` and refuses an
+``httpx.Client``; its retries (429, 529) and timeout are the SDK's own.
+"""
+
+import json
+
+import anthropic
+import httpx
+import httpx2
+import pytest
+
+from urd.llm import CallFailed, KeyMissing, Request
+from urd.llm.anthropic_backend import AnthropicBackend
+
+KEY = "sk-ant-test-key-must-never-be-written-0000"
+
+
+def _ok(body, text="VERDICT: NO"):
+    return httpx2.Response(
+        200,
+        json={
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 120, "output_tokens": 7, "cache_creation_input_tokens": 30, "cache_read_input_tokens": 0},
+        },
+    )
+
+
+def _error(status):
+    # retry-after-ms keeps the SDK's backoff to a millisecond in tests.
+    return httpx2.Response(status, headers={"retry-after-ms": "1"}, json={"type": "error", "error": {"type": "overloaded_error", "message": "busy"}})
+
+
+def test_sdk_takes_an_httpx2_client_and_refuses_an_httpx_one():
+    with pytest.raises(TypeError, match="httpx2"):
+        anthropic.Anthropic(api_key=KEY, http_client=httpx.Client())
+    anthropic.Anthropic(api_key=KEY, http_client=httpx2.Client())
+
+
+def test_retries_429_then_529_through_the_sdk_and_meters_the_answer(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    seen = []
+
+    def handler(request):
+        seen.append(request)
+        body = json.loads(request.content)
+        return [_error(429), _error(529)][len(seen) - 1] if len(seen) <= 2 else _ok(body)
+
+    backend = AnthropicBackend(max_retries=3, timeout_s=5, http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+    done = backend.complete("claude-sonnet-5-5", Request("contradiction", "instructions", "data", 64))
+    assert len(seen) == 3
+    assert [r.headers["x-stainless-retry-count"] for r in seen] == ["0", "1", "2"]
+    body = json.loads(seen[-1].content)
+    assert body["model"] == "claude-sonnet-5-5" and body["max_tokens"] == 64
+    assert body["system"] == [{"type": "text", "text": "instructions", "cache_control": {"type": "ephemeral"}}]
+    assert body["messages"] == [{"role": "user", "content": "data"}]
+    assert done.text == "VERDICT: NO" and done.model == "claude-sonnet-5-5"
+    assert (done.usage.input_tokens, done.usage.output_tokens, done.usage.cache_write_tokens) == (120, 7, 30)
+
+
+def test_a_call_the_sdk_gives_up_on_fails_without_quoting_the_key(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    seen = []
+
+    def handler(request):
+        seen.append(request)
+        assert request.headers.get("x-api-key") == KEY or KEY in request.headers.get("authorization", "")
+        return _error(529)
+
+    backend = AnthropicBackend(max_retries=2, timeout_s=5, http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+    with pytest.raises(CallFailed) as failed:
+        backend.complete("claude-sonnet-5-5", Request("update", "s", "u", 8))
+    assert len(seen) == 3
+    assert "529" in str(failed.value) and KEY not in str(failed.value) and KEY not in repr(vars(backend))
+
+
+def test_the_key_comes_from_the_environment_or_nothing_starts(monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with pytest.raises(KeyMissing):
+        AnthropicBackend(max_retries=0, timeout_s=1)

@@ -1,0 +1,248 @@
+"""Tables and figures from hand-made summaries (folded by the real fold code): every published
+cell is traced back to the episodes it comes from."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import struct
+import zlib
+
+import pytest
+
+import tables_fixtures as fx
+from urd.harness.fold import fold_cell
+from urd.rng import Stream
+from urd.tables import cli, controls, figures, retention
+from urd.tables.bootstrap import Bootstrap, resample_indices, retention_interval
+from urd.tables.render import pct, size_label
+from urd.tables.sources import load
+
+BOOT = Bootstrap(resamples=2000, level=0.95, seed=7)
+
+
+def _csv(path):
+    return list(csv.DictReader(io.StringIO(path.read_text())))
+
+
+@pytest.fixture()
+def built(tmp_path, repo):
+    """The retention and side tables of two scales, built through the CLI as the rules do."""
+    s01 = fx.write(tmp_path / "results/urd/0.1b/summary.json", fx.published_like("0.1b"))
+    oracle = fx.write(tmp_path / "oracle.json", {"t1_oracle": {"over": {"ceiling": 0.786}, "sanity": {"ceiling": 1.0}}})
+    out = tmp_path / "tables"
+    boot = json.dumps({"resamples": BOOT.resamples, "level": BOOT.level, "seed": BOOT.seed})
+    rc = cli.main(["retention", "--summary", f"0.1b={s01}", "--oracle", oracle, "--systems", "vanilla,gzip_tail,retrieval",
+                   "--omitted", "0.4b", "--bootstrap", boot, "--md", str(out / "r.md"), "--csv", str(out / "r.csv"),
+                   "--html", str(out / "r.html"), "--caption", str(out / "r.rst")])
+    assert rc == 0
+    rc = cli.main(["side", "--summary", f"0.1b={s01}", "--md", str(out / "s.md"), "--csv", str(out / "s.csv"),
+                   "--html", str(out / "s.html"), "--caption", str(out / "s.rst")])
+    assert rc == 0
+    return {"summary": s01, "out": out, "data": json.loads(open(s01).read())}
+
+
+# --- bootstrap ------------------------------------------------------------------------------
+def _reference_interval(a, b, resamples, seed, level):
+    """An independent implementation: plain Python, the same SHA-256 draws."""
+    n = len(a)
+    stream = Stream("urd-bootstrap", seed, n, resamples)
+    ratios, undefined = [], 0
+    for _ in range(resamples):
+        idx = [stream.below(n) for _ in range(n)]
+        ma = sum(a[i] for i in idx) / n
+        if ma == 0:
+            undefined += 1
+            continue
+        ratios.append(sum(b[i] for i in idx) / n / ma)
+    ratios.sort()
+
+    def q(p):  # numpy's default (linear) quantile
+        h = (len(ratios) - 1) * p
+        lo = int(h)
+        return ratios[lo] + (h - lo) * (ratios[min(lo + 1, len(ratios) - 1)] - ratios[lo])
+
+    alpha = (1 - level) / 2
+    return q(alpha), q(1 - alpha), undefined
+
+
+def test_interval_matches_an_independent_computation():
+    a, b = [0.5, 1.0, 0.75, 0.25, 0.5, 1.0], [0.25, 0.5, 0.25, 0.0, 0.25, 0.5]
+    iv = retention_interval(a, b, BOOT)
+    assert iv.point == pytest.approx(sum(b) / sum(a))
+    lo, hi, undefined = _reference_interval(a, b, BOOT.resamples, BOOT.seed, BOOT.level)
+    assert (iv.low, iv.high, iv.undefined_resamples) == (pytest.approx(lo), pytest.approx(hi), undefined)
+    assert iv.low < iv.point < iv.high
+    # deterministic: same draws every time; another seed gives other draws
+    assert retention_interval(a, b, BOOT) == iv
+    assert (resample_indices(6, 2000, 8) != resample_indices(6, 2000, 7)).any()
+
+
+def test_undefined_retention_is_shown_as_such():
+    iv = retention_interval([0, 0, 0], [0.5, 0, 0], BOOT)
+    assert (iv.point, iv.low, iv.high, iv.reason) == (None, None, None, "A = 0")
+    # A is 0 on most episodes: many resamples have no ratio, so no interval either
+    iv = retention_interval([0, 0, 0, 0, 0, 1.0], [0, 0, 0, 0, 0, 0.5], BOOT)
+    assert iv.point == 0.5 and iv.low is None and iv.reason.startswith("A = 0 in ")
+    assert iv.undefined_resamples == int((resample_indices(6, BOOT.resamples, BOOT.seed) != 5).all(axis=1).sum())
+    with pytest.raises(ValueError):
+        retention_interval([1, 2], [1], BOOT)
+
+
+# --- retention table --------------------------------------------------------------------------
+def test_a_published_cell_is_recomputed_from_the_summary(built):
+    """The table matches the summary it comes from: recompute retrieval / T1 over by hand."""
+    rows = {(r["system"], r["task"], r["split"]): r for r in _csv(built["out"] / "r.csv")}
+    cell = built["data"]["cells"]["retrieval"]["t1"]["over"]
+    a = [e["score_A"] for e in cell["episodes"]]
+    b = [e["score_B"] for e in cell["episodes"]]
+    row = rows[("retrieval", "t1", "over")]
+    assert float(row["retention"]) == pytest.approx((sum(b) / len(b)) / (sum(a) / len(a)), abs=1e-6)
+    assert float(row["retention"]) == pytest.approx(cell["retention"], abs=1e-6)   # and fold agrees
+    lo, hi, _ = _reference_interval(a, b, BOOT.resamples, BOOT.seed, BOOT.level)
+    assert float(row["ci_low"]) == pytest.approx(lo, abs=1e-6)
+    assert float(row["ci_high"]) == pytest.approx(hi, abs=1e-6)
+    assert row["n_episodes"] == "6" and row["resamples"] == "2000" and row["bootstrap_seed"] == "7"
+    assert row["oracle_ceiling"] == "0.786"
+    assert row["summary_sha256"] == load(built["summary"]).sha256
+    # the same numbers, as text, in the Markdown and the HTML
+    text = f"{pct(float(row['retention']))} [{100 * lo:.1f}, {100 * hi:.1f}]"
+    md = (built["out"] / "r.md").read_text()
+    assert f"| retrieval | {text} |" in md
+    assert text in (built["out"] / "r.html").read_text()
+
+
+def test_layout_follows_the_write_up(built):
+    md = (built["out"] / "r.md").read_text()
+    table = [line for line in md.splitlines() if line.startswith("| ")]
+    assert table[0] == "| system | T1 over | T1 sanity | T2 over | T2 sanity |"
+    names = [line.split(" | ")[0][2:] for line in table[1:]]
+    # ranked by T1 over; identical rows share one; out-of-contract marked; the oracle row last
+    assert names == ["retrieval", "gzip_tail", "vanilla / replay_banc*", "oracle ceiling (T1 recall bound)"]
+    assert table[-1] == "| oracle ceiling (T1 recall bound) | 78.6 % | 100.0 % | — | — |"
+    assert "## 0.1b" in md and "## 0.4b" not in md and "Not built, so not shown: 0.4b." in md
+    rows = _csv(built["out"] / "r.csv")
+    assert len(rows) == 4 * 4  # every system x task x split, never merged in the CSV
+    assert {r["out_of_contract"] for r in rows if r["system"] == "replay_banc"} == {"true"}
+
+
+def test_retention_n_a_when_the_control_scores_zero(tmp_path):
+    summ = fx.make_summary("tiny", {"t1": [(0, 0), (0, 0)], "t2": [(0, 0), (0, 0)]},
+                           {"gzip_tail": {("t1", "over"): [(0, 0), (0, 1)], ("t2", "over"): [(1, 0), (0, 0)]}})
+    src = load(fx.write(tmp_path / "s.json", summ), "tiny")
+    doc, cells = retention.document([src], None, BOOT, "abc")
+    assert all(c.interval.point is None for c in cells)
+    assert "| gzip_tail | n/a (A = 0) | n/a (A = 0) |" in doc.markdown()
+    assert "oracle" not in doc.markdown().split("## tiny")[1].split("## Provenance")[0]
+
+
+def test_side_metrics_come_from_the_cells(built):
+    rows = {(r["system"], r["task"], r["split"]): r for r in _csv(built["out"] / "s.csv")}
+    c = built["data"]["cells"]
+    assert float(rows[("retrieval", "t1", "over")]["confabulation_B"]) == pytest.approx(c["retrieval"]["t1"]["over"]["confabulation_B"])
+    assert float(rows[("retrieval", "t1", "over")]["confabulation_B"]) == pytest.approx(1 / 12, abs=1e-6)   # 1 of 12 unseen
+    assert float(rows[("gzip_tail", "t2", "over")]["rate_trigger_B"]) == pytest.approx(8 / 24, abs=1e-6)
+    md = (built["out"] / "s.md").read_text()
+    assert "| retrieval | over | 75.0 % | 8.3 % |" in md
+    assert "| replay_banc* | over |" in md
+    assert "150 (max 150)" in md  # declared consolidation tokens
+
+
+def test_captions_name_every_source_and_its_digest(built):
+    cap = (built["out"] / "r.rst").read_text()
+    assert load(built["summary"]).sha256 in cap
+    assert "2000 resamples, seed 7" in cap
+    assert "{{" not in cap and "{%" not in cap
+
+
+# --- controls' tables ---------------------------------------------------------------------
+def _control_cell(task, a, b, budget=None, fiche=4718592, ooc=False):
+    make = {"t1": fx.t1_records, "t2": fx.t2_records}[task]
+    meta = {"budget_bytes": budget, "fiche_bytes": fiche, "declared_tokens": 10, "metered_tokens": 0,
+            "token_cap": 100, "out_of_contract": ooc}
+    ctl = [r for e, x in enumerate(a) for r in make(e, *x, {})]
+    rec = [r for e, x in enumerate(b) for r in make(e, *x, meta)]
+    return fold_cell(task, ctl, rec)
+
+
+def test_ceiling_table_from_hand_made_json(tmp_path):
+    a2 = [(4, 1), (3, 0), (4, 1)]
+    ceil = {"control": "ceiling", "scale": "0.1b", "budget_bytes": None, "recipes": {
+        "replay_tune": {"out_of_contract": False, "tasks": {"t1": _control_cell("t1", [(2, 0)] * 3, [(0, 0)] * 3),
+                                                            "t2": _control_cell("t2", a2, [(0, 0)] * 3)}},
+        "replay_banc": {"out_of_contract": True, "tasks": {"t1": _control_cell("t1", [(2, 0)] * 3, [(1, 0)] * 3, ooc=True),
+                                                           "t2": _control_cell("t2", a2, [(2, 2)] * 3, ooc=True)}}}}
+    src = load(fx.write(tmp_path / "ceiling.json", ceil), "0.1b")
+    md = controls.ceiling_document([src], BOOT, "abc").markdown()
+    rows = [line for line in md.splitlines() if line.startswith("| replay_")]
+    # in-contract recipe first; dose = declared (trained) tokens over the cap (10 / 100)
+    assert rows[0] == "| replay_tune, 0.1b | 0.0 % [0.0, 0.0] | 0.0 % [0.0, 0.0] | 0.10× cap | 0.10× cap | 4,718,592 |"
+    assert rows[1] == "| replay_banc*, 0.1b | 50.0 % [50.0, 50.0] | 0.0 % [0.0, 0.0] | 0.10× cap | 0.10× cap | 4,718,592 |"
+    # the disposition without its condition: equal trigger and non-trigger rates in B
+    assert "| replay_banc*, 0.1b | 50.0 % | 50.0 % | 91.7 % | 16.7 % |" in md
+
+
+def test_bits_curve_table_and_figure_from_hand_made_json(tmp_path):
+    budgets = [120, 960, 4096, 16384, 65536, 262144, 1048576, None]
+    a = [(4, 1), (3, 0), (4, 1)]
+    b_at = {1048576: [(2, 0), (2, 1), (1, 0)], None: [(3, 1), (3, 0), (2, 0)]}
+    pts = [{"split": str(bb), **_control_cell("t2", a, b_at.get(bb, [(0, 0)] * 3), bb, bb or 4718592, True)}
+           for bb in budgets]
+    curve = {"control": "bits_curve", "scale": "0.1b", "task": "t2", "recipe": "replay_banc", "out_of_contract": True,
+             "budgets": budgets, "points": list(reversed(pts))}   # order in the file does not matter
+    path = fx.write(tmp_path / "bits_curve.json", curve)
+    src = load(path, "0.1b")
+    md = controls.bits_document([src], BOOT, "abc").markdown()
+    assert "| fiche budget | 120 B | 960 B | 4 KB | 16 KB | 64 KB | 256 KB | 1 MB | full (4,718,592 B) |" in md
+    assert "## 0.1b: T2, replay_banc*" in md
+    ret = next(line for line in md.splitlines() if line.startswith("| retention"))
+    cells = ret.strip("| ").split(" | ")[1:]
+    assert cells[:6] == ["0.0 % [0.0, 0.0]"] * 6
+    # T2 episode score = triggers applied / 4 - non-triggers applied / 4; retention = mean B / mean A
+    mean_a = (0.75 + 0.75 + 0.75) / 3
+    assert cells[6].startswith(pct((0.5 + 0.25 + 0.25) / 3 / mean_a) + " [")
+    assert cells[7].startswith(pct((0.5 + 0.75 + 0.5) / 3 / mean_a) + " [")
+    png = tmp_path / "bits.png"
+    rc = cli.main(["bits-curve", "--control", f"0.1b={path}", "--bootstrap", json.dumps(BOOT.__dict__),
+                   "--dpi", "80", "--png", str(png), "--md", str(tmp_path / "b.md")])
+    assert rc == 0 and _png_size(png) == (560, 320)
+
+
+# --- figures ------------------------------------------------------------------------------
+def _png_size(path):
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", data[16:24])
+
+
+def _png_text_chunks(path):
+    data, pos, out = path.read_bytes(), 8, []
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos:pos + 4])
+        kind = data[pos + 4:pos + 8]
+        if kind in (b"tEXt", b"iTXt", b"zTXt"):
+            out.append(data[pos + 8:pos + 8 + length])
+        assert zlib.crc32(data[pos + 4:pos + 8 + length]) == struct.unpack(">I", data[pos + 8 + length:pos + 12 + length])[0]
+        pos += 12 + length
+    return out
+
+
+def test_retention_figure_is_deterministic_and_carries_no_metadata(tmp_path):
+    src = load(fx.write(tmp_path / "s.json", fx.published_like("0.1b")), "0.1b")
+    cells = retention.build_cells(src, None, BOOT, ["vanilla", "gzip_tail", "retrieval"])
+    one, two = tmp_path / "a.png", tmp_path / "b.png"
+    figures.retention_png(cells, "0.1b", one, 100, "footer")
+    figures.retention_png(cells, "0.1b", two, 100, "footer")
+    assert one.read_bytes() == two.read_bytes()
+    assert _png_size(one) == (800, 420)
+    assert _png_text_chunks(one) == []
+    # a different figure is a different file (the test can fail)
+    figures.retention_png(cells[:4], "0.1b", two, 100, "footer")
+    assert one.read_bytes() != two.read_bytes()
+
+
+def test_labels():
+    assert [size_label(b) for b in (120, 960, 4096, 16384, 1 << 20, None, 1000)] == [
+        "120 B", "960 B", "4 KB", "16 KB", "1 MB", "full", "1000 B"]
+    assert pct(-0.0) == "0.0 %" and pct(None) == "n/a" and pct(1.257) == "125.7 %"

@@ -1,0 +1,101 @@
+"""urd rung 1 through Snakemake on `tiny`: a plug-in system from the README, rescore, the DAG."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, snakemake
+
+TINY = "results/urd/tiny/summary.json"
+
+
+def readme_plugin() -> str:
+    text = (REPO / "README.md").read_text()
+    block = re.search(r"```python\n(# my_systems\.py\n.*?)```", text, re.S)
+    assert block, "README lost its example system"
+    return block.group(1)
+
+
+@pytest.fixture()
+def plugin_workflow(workflow, monkeypatch):
+    (workflow / "my_systems.py").write_text(readme_plugin())
+    (workflow / "reduced.yaml").write_text(
+        "plugins: {head: 'my_systems:Head'}\n"
+        "systems: [vanilla, head]\n"
+        "evaluate_episodes: 2\n"
+        "evaluate_queries: 2\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(workflow), os.environ.get("PYTHONPATH")])))
+    return workflow
+
+
+def test_tiny_end_to_end_with_a_plugin_then_rescore(plugin_workflow):
+    wf = plugin_workflow
+    snakemake(wf, TINY, "--configfile", "reduced.yaml", check=True)
+    summary = json.loads((wf / TINY).read_text())
+    assert set(summary["cells"]) == {"vanilla", "head"}
+    head = summary["cells"]["head"]["t1"]["over"]
+    assert len(head["episodes"]) == 2
+    assert 0 < head["fiche_bytes"]["max"] <= 120
+    assert head["declared_tokens"]["max"] == 0 and head["out_of_contract"] is False
+    # a random-weight model scores 0 in session A: retention is undefined, with the reason
+    for cell in (head, summary["cells"]["vanilla"]["t2"]["sanity"]):
+        if cell["score_A"] == 0:
+            assert cell["retention"] is None and "score A" in cell["retention_undefined"]
+    prov = summary["provenance"]
+    assert prov["checkpoint_sha256"] == (REPO / "calibration/backbones.sha256").read_text().split()[0]
+    assert prov["master_seed"] == 20260807 and len(prov["config_sha256"]) == 64
+    assert prov["packages"]["rwkv"] == "0.8.32"
+    # every response line carries what an auditor needs
+    line = json.loads((wf / "results/urd/tiny/head/t2/over/responses.jsonl").read_text().splitlines()[0])
+    for key in ("episode", "query_id", "kind", "prompt_sha256", "response", "parsed", "expected", "verdict", "marker"):
+        assert key in line
+    # progress was reported per episode
+    assert "episode 2/2 done" in (wf / "logs/urd/tiny/head/t1/over.log").read_text()
+
+    rescore = [sys.executable, "-m", "urd.summarize", "--rescore", "results/urd/tiny"]
+    ok = subprocess.run(rescore, cwd=wf, capture_output=True, text=True)
+    assert ok.returncode == 0 and "identical" in ok.stderr
+
+    # tamper with one raw response: the rescore sees both the verdict drift and the figures
+    path = wf / "results/urd/tiny/head/t1/over/responses.jsonl"
+    recs = [json.loads(l) for l in path.read_text().splitlines()]
+    seen = next(r for r in recs if r["kind"] != "unseen")
+    seen["response"] = " " + seen["expected"]
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    bad = subprocess.run(rescore, cwd=wf, capture_output=True, text=True)
+    assert bad.returncode == 1 and "DIFFERENT" in bad.stderr and "stored verdicts differ" in bad.stderr
+
+
+def test_an_unknown_system_fails_before_any_model_is_loaded(workflow):
+    proc = snakemake(workflow, TINY, "-n", "--config", "systems=[vanilla,nosuch]")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "systems: expected a known system" in out and "'nosuch'" in out
+    assert not (workflow / "models").exists()
+
+
+def test_the_real_scale_dag_is_fetch_run_fold_with_a_spend_line(workflow):
+    proc = snakemake(workflow, "results/urd/0.4b/summary.json", "-n")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    counts = dict(re.findall(r"^(\w+)\s+(\d+)$", out, re.M))
+    assert counts["fetch_backbone"] == "1" and counts["control"] == "2"
+    assert counts["session_b"] == str(7 * 2 * 2) and counts["summary"] == "1"
+    # the replay systems' tuning jobs: 2 recipes x 12 transcripts, billed as GPU time
+    assert counts["tune_state"] == "24"
+    assert re.search(r"urd planned spend \(60 jobs to run\): GPU 11\.40 h, CPU \d+\.\d\d h, US\$ \d+\.\d\d", out)
+
+
+def test_fetching_without_a_pinned_revision_fails_and_says_what_to_set(workflow):
+    proc = snakemake(workflow, "models/rwkv7-g1d-0.1b-20260129-ctx8192.pth")
+    log = (workflow / "logs/fetch/rwkv7-g1d-0.1b-20260129-ctx8192.pth.log").read_text()
+    assert proc.returncode != 0
+    assert "source.revision for rwkv7-g1d-0.1b-20260129-ctx8192.pth: expected the 40-hex commit" in log
+    assert not (workflow / "models/rwkv7-g1d-0.1b-20260129-ctx8192.pth").exists()
