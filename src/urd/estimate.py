@@ -1,4 +1,4 @@
-"""CPU-minute estimates of the benchmark's jobs, for the spend line of `snakemake -n`.
+"""CPU-minute estimates of the benchmark's jobs (GPU minutes for tuning jobs, at the end), for the spend line of `snakemake -n`.
 
 A job's cost is the tokens it prefills and decodes at the backbone's measured CPU speed
 (config `cpu_speed`), from the protocol's sizes: an estimate, stated as such, rounded up to
@@ -9,6 +9,8 @@ at the slowest measured one.
 from __future__ import annotations
 
 import math
+
+from .errors import InputError
 
 # Protocol sizes (measured on the generated data; results/urd/oracle.json has the exact ones).
 TRANSCRIPT_TOKENS = {"t1": 1850, "t2": 180}
@@ -68,8 +70,6 @@ def session_b_cpu_minutes(config: dict, scale: str, task: str, system: str, spli
 def tune_minutes(config: dict, scale: str, trained_tokens: int) -> int:
     speeds = config.get("train_speed", {})
     if scale not in speeds:
-        from .errors import InputError
-
         raise InputError("config/config.yaml", f"train_speed.{scale}",
                          "the tuning throughput of this scale (tokens_per_s, load_s, mem_mb)")
     s = speeds[scale]
