@@ -1,4 +1,5 @@
-"""CPU-minute estimates of the benchmark's jobs (GPU minutes for tuning jobs, at the end), for the spend line of `snakemake -n`.
+"""CPU-minute estimates of the benchmark's jobs, for the spend line of `snakemake -n` (and, at
+the end, GPU minutes of the replay tuning jobs).
 
 A job's cost is the tokens it prefills and decodes at the backbone's measured CPU speed
 (config `cpu_speed`), from the protocol's sizes: an estimate, stated as such, rounded up to
