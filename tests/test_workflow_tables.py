@@ -23,7 +23,12 @@ def _rows(path):
 
 
 def _given_summary(workflow):
-    """A summary (and oracle) put in place by hand; only the table rules may run."""
+    """A summary (and oracle) put in place by hand; only the table rules may run, so the
+    controls (which need tuning artifacts) are switched off in this copy of the config."""
+    cfg = workflow / "config/config.yaml"
+    text = cfg.read_text()
+    assert "\n  enabled: true" in text
+    cfg.write_text(text.replace("\n  enabled: true", "\n  enabled: false", 1))
     (workflow / "results/urd/tiny").mkdir(parents=True)
     fx.write(workflow / "results/urd/tiny/summary.json", fx.published_like("tiny"))
     fx.write(workflow / "results/urd/oracle.json", {"t1_oracle": {"over": {"ceiling": 0.786}, "sanity": {"ceiling": 1.0}}})
@@ -99,10 +104,10 @@ def test_unknown_scale_to_publish_is_refused(workflow):
 @pytest.mark.slow
 def test_published_builds_for_tiny_from_a_fresh_copy(workflow):
     """Offline, from nothing: data, backbone, control, session B, summary, tables, figures."""
-    snakemake(workflow, "published", *REDUCED, "systems=[vanilla]", check=True)
+    snakemake(workflow, "published", *REDUCED, "systems=[vanilla,replay_tune,replay_banc]", check=True)
     summary = json.loads((workflow / "results/urd/tiny/summary.json").read_text())
     rows = _rows(workflow / "results/urd/tables/retention.csv")
-    assert {k[1] for k in rows} == {"vanilla"} and len(rows) == 4
+    assert {k[1] for k in rows} == {"vanilla", "replay_tune", "replay_banc"} and len(rows) == 12
     for (_, system, task, split), row in rows.items():
         cell = summary["cells"][system][task][split]
         if cell["retention"] is None:
@@ -113,3 +118,8 @@ def test_published_builds_for_tiny_from_a_fresh_copy(workflow):
     for f in ("retention.md", "side_metrics.md", "side_metrics.csv"):
         assert (workflow / "results/urd/tables" / f).stat().st_size > 0
     assert (workflow / "results/urd/figures/retention_tiny.png").exists()
+    # the controls ran from the same tuning artifacts and made their tables and figure
+    ceiling = json.loads((workflow / "results/urd/tiny/controls/ceiling.json").read_text())
+    assert ceiling and (workflow / "results/urd/tables/ceiling.md").stat().st_size > 0
+    assert "replay_banc*" in (workflow / "results/urd/tables/bits_curve.md").read_text()
+    assert (workflow / "results/urd/figures/bits_curve.png").read_bytes()[:4] == b"\x89PNG"
