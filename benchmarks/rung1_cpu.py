@@ -26,6 +26,9 @@ from urd.harness.runner import run_control, run_system
 from urd.systems import registry
 
 SHAPES = {"0.1b": dict(n_layer=12, n_embd=768), "tiny": dict(n_layer=2, n_embd=128)}
+# The replay baselines read tuning artifacts made by separate jobs; their cost is the tuning
+# benchmark's (python -m urd.backbone.bench), not this one's.
+BASELINES = ("vanilla", "gzip_tail", "retrieval", "summary", "state_carry")
 
 
 class Ledger:
@@ -60,7 +63,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--episodes", type=int, default=6)
     ap.add_argument("--shape", choices=sorted(SHAPES), default="0.1b")
-    ap.add_argument("--systems", default=",".join(registry.BUILTIN))
+    ap.add_argument("--systems", default=",".join(BASELINES))
     ap.add_argument("--decode", type=int, default=12, help="tokens decoded per answer")
     args = ap.parse_args(argv)
 
