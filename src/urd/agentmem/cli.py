@@ -54,12 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--gate", choices=GATES, help="the update gate (default: agentmem.trip_vs_move.gate)")
         _model_args(p)
         _settings_args(p)
-        if verb == "run":
-            p.add_argument("--output", type=Path, required=True)
-            p.add_argument("--yes", action="store_true", help="confirm a live run's spend")
-            p.add_argument("--require-bar", action="store_true", help="exit 1 unless the bar is met")
-        else:
-            p.add_argument("--cents", action="store_true", help="print only the estimate in whole US cents")
+        _verb_args(p, verb, "exit 1 unless the bar is met")
     p = tvm.add_parser("rescore", help="re-run the checks over a saved report; no call")
     p.add_argument("report", type=Path)
     p.add_argument("--checks-version", type=int, required=True)
@@ -71,12 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
         _model_args(p)
         _settings_args(p)
         p.add_argument("--samples", type=int, help="samples per pair (default: agentmem.update_gate.samples)")
-        if verb == "run":
-            p.add_argument("--output", type=Path, required=True)
-            p.add_argument("--yes", action="store_true", help="confirm a live run's spend")
-            p.add_argument("--require-bar", action="store_true", help="exit 1 unless every set meets its bar")
-        else:
-            p.add_argument("--cents", action="store_true", help="print only the estimate in whole US cents")
+        _verb_args(p, verb, "exit 1 unless every set meets its bar")
     p = ug.add_parser("rescore", help="re-score a saved report's samples; no call")
     p.add_argument("report", type=Path)
     p.add_argument("--output", type=Path, required=True)
@@ -84,6 +74,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("reports", type=Path, nargs="+")
     _settings_args(p)
     return parser
+
+
+def _verb_args(p, verb: str, bar_help: str) -> None:
+    """What `run` and `estimate` take beyond the model and settings, for either suite."""
+    if verb == "run":
+        p.add_argument("--output", type=Path, required=True)
+        p.add_argument("--yes", action="store_true", help="confirm a live run's spend")
+        p.add_argument("--require-bar", action="store_true", help=bar_help)
+    else:
+        p.add_argument("--cents", action="store_true", help="print only the estimate in whole US cents")
 
 
 def _settings(args) -> settings_mod.Settings:

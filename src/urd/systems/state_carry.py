@@ -19,8 +19,7 @@ class StateCarry(MemorySystem):
         return pack_topk(flat, budget_bytes)
 
     def answer(self, fiche, query, header):
-        size = len(self.backbone.state_to_bytes(self.backbone.zero_state())) // 4
-        flat = unpack_topk(fiche, size)
+        flat = unpack_topk(fiche, self.backbone.layout.n_floats)
         state = self.backbone.state_from_bytes(flat.astype("<f4").tobytes())
         key = ("state", hashlib.sha256(fiche).hexdigest())
         return self.answer_from_state(state, key, query, header)
