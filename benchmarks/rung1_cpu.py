@@ -1,11 +1,20 @@
 """The urd rung-1 table workload on a random-weight model of the real 0.1B shape, on the CPU.
 
-    .venv/bin/python benchmarks/rung1_cpu.py [--episodes 6] [--shape 0.1b|tiny] [--systems ...]
+    .venv/bin/python benchmarks/rung1_cpu.py [--episodes 6] [--shape 0.1b|tiny] [--sequential-episodes 1]
 
-Runs what `results/urd/0.1b/summary.json` runs (control and the five baselines, both tasks, both
-splits) with fixed decode lengths (no stop string, so every answer decodes exactly
-max_new_tokens), and prints tokens prefilled and decoded and wall time per phase and in all.
-A random model answers nonsense, so only the figures of work are meaningful, not the scores.
+Runs what `results/urd/0.1b/summary.json` runs (each transcript prefilled once, the control and
+the five baselines, both tasks, both splits), the way the workflow's jobs run it: the prefill
+job's states, then per cell a consolidation on a metered handle and a fresh system answering
+every query of an episode in one batch. Decoding has a fixed length (no stop string, so every
+answer decodes exactly --decode tokens). Then, in the same run, today's sequential path (every
+consumer prefills its own transcript, every query decoded alone) on the first
+--sequential-episodes episodes, for the ratio, and the replies of both paths compared.
+
+Prints wall time; tokens forwarded (prefilled, decoded) against the irreducible count: each
+transcript once per task and episode, each session-B context once per cell and episode, each
+query prompt and each forwarded decoded token once, plus what a consolidation forwards beyond
+the transcript (summary's instruction and notes). A random model answers nonsense: only the
+figures of work mean anything, not the scores.
 """
 
 from __future__ import annotations
@@ -14,16 +23,20 @@ import argparse
 import sys
 import tempfile
 import time
-from collections import defaultdict
 from pathlib import Path
+
+import torch
 
 from urd import calibrate
 from urd.backbone.adapter import Backbone
 from urd.backbone.tiny import write_tiny_checkpoint
 from urd.config import load_config
-from urd.harness.context import Decode
-from urd.harness.runner import run_control, run_system
+from urd.harness import fiches
+from urd.harness.context import ContextAnswerer, Decode
+from urd.harness.handle import ModelHandle
+from urd.harness.runner import answer_cell, answer_control, consolidate_cell
 from urd.systems import registry
+from urd.tasks import views
 
 SHAPES = {"0.1b": dict(n_layer=12, n_embd=768), "tiny": dict(n_layer=2, n_embd=128)}
 # The replay baselines read tuning artifacts made by separate jobs; their cost is the tuning
@@ -31,37 +44,118 @@ SHAPES = {"0.1b": dict(n_layer=12, n_embd=768), "tiny": dict(n_layer=2, n_embd=1
 BASELINES = ("vanilla", "gzip_tail", "retrieval", "summary", "state_carry")
 
 
-class Ledger:
-    """Tokens and seconds per phase, read off the backbone's meter and a wrapped generate()."""
+class Counter:
+    """Tokens forwarded (the backbone's own count) and tokens decoded (from what generation
+    returned: every generated token but the last of each reply is forwarded)."""
 
-    def __init__(self, backbone):
-        self.bb = backbone
-        self.rows = defaultdict(lambda: {"prefilled": 0, "decoded": 0, "seconds": 0.0})
-        self.decoded = 0
-        generate = backbone.generate
+    def __init__(self, bb: Backbone):
+        self.bb, self.decoded = bb, 0
+        decode_from = bb.decode_from
 
-        def counting_generate(*args, **kwargs):
-            gen = generate(*args, **kwargs)
-            self.decoded += len(gen.tokens)
+        def counting(*a, **kw):
+            gen = decode_from(*a, **kw)
+            self.decoded += max(0, len(gen.tokens) - (0 if kw.get("keep_state", True) else 1))
             return gen
 
-        backbone.generate = counting_generate
+        bb.decode_from = counting
+        from urd.backbone import batch
 
-    def measure(self, phase, fn, *args):
-        t0, tok0, dec0 = time.perf_counter(), self.bb.tokens_processed, self.decoded
-        out = fn(*args)
-        row = self.rows[phase]
-        decoded = self.decoded - dec0
-        row["decoded"] += decoded
-        # tokens through the forward that were not decoded outputs were prefilled
-        row["prefilled"] += self.bb.tokens_processed - tok0 - decoded
-        row["seconds"] += time.perf_counter() - t0
-        return out
+        generate_groups = batch.generate_groups
+
+        def counting_groups(*a, **kw):
+            groups = generate_groups(*a, **kw)
+            self.decoded += sum(max(0, len(g.tokens) - 1) for gens in groups for g in gens)
+            return groups
+
+        batch.generate_groups = counting_groups  # generate_batch goes through it too
+
+    def snapshot(self):
+        return self.bb.tokens_processed, self.decoded
+
+
+class Irreducible:
+    def __init__(self, tokenizer):
+        self.enc, self.total = tokenizer.encode, 0
+
+    def text(self, s: str):
+        self.total += len(self.enc(s)) if s else 0
+
+    def replies(self, prompts: list[str], replies_tokens: int):
+        self.total += sum(len(self.enc(p)) for p in prompts) + replies_tokens
+
+
+def episodes_of(config, task, n):
+    make = calibrate.t1_episode if task == "t1" else calibrate.t2_episode
+    return [make(config, i) for i in range(n)]
+
+
+def run_batched(bb, config, budgets, episodes, decode, systems, counter, irr):
+    """The workflow's path, in one process: returns {(cell, task, episode): replies}."""
+    replies = {}
+    for task, eps in episodes.items():
+        a, b = [views.session_a(e) for e in eps], [views.session_b(e) for e in eps]
+        cache = {}
+        for ep in a:  # the prefill job
+            tokens = bb.tokenizer.encode(ep["transcript"])
+            cache[ep["episode"]] = (tokens, *bb.prefill(tokens))
+            irr.text(ep["transcript"])
+
+        def cached_handle():
+            h = ModelHandle(bb)
+            for tokens, logits, state in cache.values():
+                h.cache_prefix(tokens, logits, state)
+            return h
+
+        d0 = counter.decoded
+        raw = answer_control(cached_handle(), a, b, decode, label=f"control/{task}")
+        irr.replies([q["prompt"] for e in b for q in e["queries"]], counter.decoded - d0)
+        replies.update({("control", task, r["query_id"]): r["response"] for r in raw})
+        for name in systems:
+            for split, budget in sorted(budgets.items()):
+                system = registry.build(name, cached_handle(), settings={"max_new_tokens": 64})
+                h = system.backbone
+                f0, s0 = h.tokens_processed, h.tokens_served
+                recs = consolidate_cell(system, task, a, split, budget, config["consolidation_factor"])
+                irr.total += (h.tokens_processed - f0) - (h.tokens_served - s0)  # forwarded beyond the cache
+                fresh = registry.build(name, ModelHandle(bb), settings={"max_new_tokens": 64})
+                crossing = [(r, fiches.read_one(r)) for r in recs]
+                d1 = counter.decoded
+                raw = answer_cell(fresh, b, crossing, decode, label=f"{name}/{task}/{split}")
+                for e, (rec, fiche) in zip(b, crossing):
+                    irr.text(fresh.context(fiche, e["header"]).text)
+                irr.replies([q["prompt"] for e in b for q in e["queries"]], counter.decoded - d1)
+                replies.update({(f"{name}/{split}", task, r["query_id"]): r["response"] for r in raw})
+    return replies
+
+
+def run_sequential(bb, config, budgets, episodes, decode, systems):
+    """Before: each consumer prefills its own transcript, consolidates episode by episode, and
+    decodes each query alone."""
+    replies = {}
+    for task, eps in episodes.items():
+        a, b = [views.session_a(e) for e in eps], [views.session_b(e) for e in eps]
+        answerer = ContextAnswerer(ModelHandle(bb))
+        for ea, eb in zip(a, b):
+            answerer.set_context(ea["transcript"])
+            for q in eb["queries"]:
+                replies[("control", task, q["id"])] = answerer.ask(q["prompt"], decode)
+        for name in systems:
+            for split, budget in sorted(budgets.items()):
+                system = registry.build(name, ModelHandle(bb), settings={"max_new_tokens": 64})
+                fiche_of = [system.consolidate(ea["transcript"], budget) for ea in a]  # one by one
+                answerer = ContextAnswerer(ModelHandle(bb))
+                for eb, fiche in zip(b, fiche_of):
+                    ctx = system.context(bytes(fiche), eb["header"])
+                    answerer.set_context(ctx.text, state=ctx.state, key=ctx.key)
+                    for q in eb["queries"]:
+                        replies[(f"{name}/{split}", task, q["id"])] = answerer.ask(q["prompt"], decode)
+    return replies
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--episodes", type=int, default=6)
+    ap.add_argument("--sequential-episodes", type=int, default=1, help="episodes run the old way too (0: skip)")
     ap.add_argument("--shape", choices=sorted(SHAPES), default="0.1b")
     ap.add_argument("--systems", default=",".join(BASELINES))
     ap.add_argument("--decode", type=int, default=12, help="tokens decoded per answer")
@@ -70,40 +164,54 @@ def main(argv=None) -> int:
     config = load_config()
     budgets = config["profiles"][config["profile"]]["budgets"]
     decode = Decode(max_new_tokens=args.decode, stop=())
-    t_start = time.perf_counter()
+    systems = args.systems.split(",")
     with tempfile.TemporaryDirectory() as tmp:
         ckpt = write_tiny_checkpoint(Path(tmp) / "random.pth", seed=1, **SHAPES[args.shape])
         t0 = time.perf_counter()
         bb = Backbone.load(ckpt)
         load_s = time.perf_counter() - t0
-    ledger = Ledger(bb)
-    for task in ("t1", "t2"):
-        make = calibrate.t1_episode if task == "t1" else calibrate.t2_episode
-        episodes = [make(config, i) for i in range(args.episodes)]
-        ledger.measure(f"control {task}", run_control, bb, task, episodes, decode)
-        for name in args.systems.split(","):
-            for split, budget in sorted(budgets.items()):
-                system = registry.build(name, bb, settings={"max_new_tokens": 64})
-                consolidate = system.consolidate
-                system.consolidate = lambda t, b, c=consolidate, n=name, s=split, k=task: ledger.measure(
-                    f"{n} {k} {s} consolidate", c, t, b)
-                answer = system.answer
-                system.answer = lambda f, q, h, a=answer, n=name, s=split, k=task: ledger.measure(
-                    f"{n} {k} {s} answer", a, f, q, h)
-                run_system(bb, system, task, episodes, split, budget, config["consolidation_factor"], decode)
-    total = time.perf_counter() - t_start
+    counter = Counter(bb)
+    print(f"urd rung-1 workload, random weights, {args.shape} shape {SHAPES[args.shape]}, {args.decode} "
+          f"decoded tokens an answer, CPU fp32, {torch.get_num_threads()} torch threads; model load {load_s:.1f} s",
+          flush=True)
 
-    print(f"\nurd rung-1 workload, random weights, {args.shape} shape {SHAPES[args.shape]}, "
-          f"{args.episodes} episode(s), {args.decode} decoded tokens per answer, CPU fp32")
-    print(f"model load: {load_s:.1f} s")
-    print(f"{'phase':40s} {'prefilled':>10s} {'decoded':>8s} {'seconds':>9s}")
-    sums = {"prefilled": 0, "decoded": 0, "seconds": 0.0}
-    for phase, row in ledger.rows.items():
-        print(f"{phase:40s} {row['prefilled']:10d} {row['decoded']:8d} {row['seconds']:9.1f}")
-        for k in sums:
-            sums[k] += row[k]
-    print(f"{'all phases':40s} {sums['prefilled']:10d} {sums['decoded']:8d} {sums['seconds']:9.1f}")
-    print(f"wall time in all (incl. checkpoint write and load): {total:.1f} s")
+    rows = []
+
+    def measure(label, fn, n_eps):
+        episodes = {t: episodes_of(config, t, n_eps) for t in ("t1", "t2")}
+        irr = Irreducible(bb.tokenizer)
+        f0, d0 = counter.snapshot()
+        t = time.perf_counter()
+        out = fn(episodes, irr)
+        wall = time.perf_counter() - t
+        f1, d1 = counter.snapshot()
+        rows.append((label, n_eps, wall, f1 - f0, (f1 - f0) - (d1 - d0), d1 - d0, irr.total if irr.total else None))
+        print(f"  {label}: {wall:.1f} s", flush=True)
+        return out
+
+    batched = measure("batched (the workflow's path)", lambda eps, irr: run_batched(
+        bb, config, budgets, eps, decode, systems, counter, irr), args.episodes)
+    if args.sequential_episodes:
+        seq = measure("sequential (the old path)", lambda eps, irr: run_sequential(
+            bb, config, budgets, eps, decode, systems), args.sequential_episodes)
+        same_eps = measure("batched, same episodes", lambda eps, irr: run_batched(
+            bb, config, budgets, eps, decode, systems, counter, irr), args.sequential_episodes)
+
+    print(f"\n{'path':32s} {'episodes':>8s} {'wall s':>8s} {'forwarded':>10s} {'prefilled':>10s} {'decoded':>8s} "
+          f"{'irreducible':>11s} {'ratio':>6s}")
+    for label, n, wall, fwd, pre, dec, irr in rows:
+        ratio = f"{fwd / irr:.2f}" if irr else "-"
+        print(f"{label:32s} {n:8d} {wall:8.1f} {fwd:10d} {pre:10d} {dec:8d} {irr or '-':>11} {ratio:>6s}")
+    if args.sequential_episodes:
+        speedup = rows[1][2] / rows[2][2]
+        diff = sorted(k for k in seq if seq[k] != same_eps.get(k))
+        print(f"\nspeed-up on the same {args.sequential_episodes} episode(s): {speedup:.1f}x "
+              f"({rows[1][2]:.1f} s sequential, {rows[2][2]:.1f} s batched)")
+        per_seq, per_batch = rows[1][2] / rows[1][1], rows[0][2] / rows[0][1]
+        print(f"per episode at {args.episodes} episodes a cell (the workflow batches a cell's episodes "
+              f"together): {per_batch:.1f} s batched vs {per_seq:.1f} s sequential, {per_seq / per_batch:.1f}x")
+        print(f"replies compared: {len(seq)}; differing between the paths: {len(diff)}"
+              + (f" (first: {diff[0]}: {seq[diff[0]]!r} vs {same_eps[diff[0]]!r})" if diff else ""))
     return 0
 
 

@@ -3,9 +3,14 @@
 
 from urd.calibrate import data_spec
 
+from urd.tasks.views import view_path
+
 T1_DATA = f"data/{PROFILE}/t1.jsonl"
 T2_DATA = "data/t2.jsonl"
 MANIFEST = "calibration/manifest.sha256"
+# What each side of the session boundary may read (urd.tasks.views), pinned like the data.
+SESSION_A = {t: str(view_path(p, "session_a")) for t, p in (("t1", T1_DATA), ("t2", T2_DATA))}
+SESSION_B = {t: str(view_path(p, "session_b")) for t, p in (("t1", T1_DATA), ("t2", T2_DATA))}
 
 
 def verified(path):
@@ -17,6 +22,7 @@ rule calibrate:
     output:
         t1=T1_DATA,
         t2=T2_DATA,
+        views=[*SESSION_A.values(), *SESSION_B.values()],
     params:
         spec=json.dumps(data_spec(config), sort_keys=True),
         code=code_digest("urd.calibrate", "urd.tasks", "urd.rng", "urd.io"),

@@ -19,9 +19,14 @@ rule oracle:
         " --manifest {input.manifest} --out {output}"
 
 
-# --- the benchmark: control (score A), session B per system x split, fold -------------------
+# --- the benchmark -----------------------------------------------------------------------
+# prefill (each transcript's state, once) -> control (score A)
+#                                          -> consolidate (session A: fiches) -> answer (session B)
+# -> judge (replies + expected answers = responses.jsonl) -> summary.
+# consolidate reads the session-A view (transcripts); answer is a fresh process that reads the
+# session-B view (header, prompts) and the fiches, nothing else.
 
-from urd.estimate import control_cpu_minutes, session_b_cpu_minutes
+from urd.estimate import cell_cpu_minutes
 from urd.run import cell_spec
 from urd.systems.registry import resolve as resolve_system
 
@@ -31,10 +36,11 @@ BUDGETS = config["profiles"][PROFILE]["budgets"]
 SYSTEMS = list(config["systems"])
 DATA = {"t1": T1_DATA, "t2": T2_DATA}
 HARNESS_CODE = code_digest(
-    "urd.run", "urd.harness", "urd.systems", "urd.backbone.adapter", "urd.backbone.state",
-    "urd.backbone.rwkv_pkg", "urd.backbone.tokenizer", "urd.tasks", "urd.replay.artifact",
-    "urd.controls.tuned",
+    "urd.run", "urd.harness", "urd.systems", "urd.backbone.adapter", "urd.backbone.batch",
+    "urd.backbone.state", "urd.backbone.rwkv_pkg", "urd.backbone.tokenizer", "urd.tasks",
+    "urd.replay.artifact", "urd.controls.tuned", "urd.io", "urd.errors",
 )
+CELL = "results/urd/{scale}/{system}/{task}/{split}"
 
 # A system that does not exist or lacks the interface fails here, before any model is loaded.
 for _name in SYSTEMS:
@@ -48,64 +54,170 @@ wildcard_constraints:
     system="|".join(SYSTEMS),
 
 
-def cell_inputs(wildcards):
+def _spec(wc):
+    return json.dumps(cell_spec(config, wc.task), sort_keys=True)
+
+
+def model_inputs(wildcards):
     model = model_path(wildcards.scale)
-    data = DATA[wildcards.task]
-    return {"model": model, "data": data, "checked": [verified(model), verified(data)]}
+    return {"model": model, "model_checked": verified(model)}
+
+
+def prefill_index(wildcards):
+    return f"results/urd/{wildcards.scale}/prefill/{wildcards.task}.json"
+
+
+rule prefill:
+    input:
+        unpack(model_inputs),
+        sessions=lambda wc: SESSION_A[wc.task],
+        checked=lambda wc: verified(SESSION_A[wc.task]),
+    output:
+        index="results/urd/{scale}/prefill/{task}.json",
+        states="results/urd/{scale}/prefill/{task}.bin",
+    params:
+        spec=_spec,
+        code=HARNESS_CODE,
+    resources:
+        cpu_minutes=lambda wc: cell_cpu_minutes(config, wc.scale, wc.task, "prefill"),
+    log:
+        "logs/urd/{scale}/prefill/{task}.log",
+    shell:
+        "{PY} -m urd.run prefill --checkpoint {input.model} --sessions {input.sessions}"
+        " --spec {params.spec:q} --out {output.index} 2> {log}"
 
 
 rule control:
     input:
-        unpack(cell_inputs),
+        unpack(model_inputs),
+        sessions=lambda wc: SESSION_A[wc.task],
+        prompts=lambda wc: SESSION_B[wc.task],
+        checked=lambda wc: [verified(SESSION_A[wc.task]), verified(SESSION_B[wc.task])],
+        prefill=prefill_index,
+        states=lambda wc: prefill_index(wc).replace(".json", ".bin"),
     output:
-        "results/urd/{scale}/control/{task}/responses.jsonl",
+        "results/urd/{scale}/control/{task}/raw.jsonl",
     params:
-        spec=lambda wc: json.dumps(cell_spec(config, wc.task), sort_keys=True),
+        spec=_spec,
         code=HARNESS_CODE,
     resources:
-        cpu_minutes=lambda wc: control_cpu_minutes(config, wc.scale, wc.task),
+        cpu_minutes=lambda wc: cell_cpu_minutes(config, wc.scale, wc.task, "control"),
     log:
         "logs/urd/{scale}/control/{task}.log",
     shell:
-        "{PY} -m urd.run --checkpoint {input.model} --task {wildcards.task} --data {input.data}"
-        " --system control --spec {params.spec:q} --out {output} 2> {log}"
+        "{PY} -m urd.run control --checkpoint {input.model} --sessions {input.sessions}"
+        " --prompts {input.prompts} --prefill {input.prefill} --spec {params.spec:q} --out {output} 2> {log}"
 
 
-def session_b_inputs(wildcards):
+def consolidate_inputs(wildcards):
     # replay systems also read their tuning artifacts (replay_inputs: rules/replay.smk)
-    return {**cell_inputs(wildcards), **replay_inputs(wildcards)}
+    return {
+        **model_inputs(wildcards),
+        "sessions": SESSION_A[wildcards.task],
+        "checked": verified(SESSION_A[wildcards.task]),
+        "prefill": prefill_index(wildcards),
+        "states": prefill_index(wildcards).replace(".json", ".bin"),
+        **replay_inputs(wildcards),
+    }
 
 
-rule session_b:
+rule consolidate:
     input:
-        unpack(session_b_inputs),
+        unpack(consolidate_inputs),
     output:
-        "results/urd/{scale}/{system}/{task}/{split}/responses.jsonl",
+        CELL + "/fiches.jsonl",
     params:
-        spec=lambda wc: json.dumps(cell_spec(config, wc.task), sort_keys=True),
+        spec=_spec,
         budget=lambda wc: BUDGETS[wc.split],
         artifacts=lambda wc: replay_artifacts_arg(wc),
         code=HARNESS_CODE,
     resources:
-        cpu_minutes=lambda wc: session_b_cpu_minutes(
-            config, wc.scale, wc.task, wc.system, wc.split
+        cpu_minutes=lambda wc: cell_cpu_minutes(
+            config, wc.scale, wc.task, "consolidate", wc.system, wc.split
         ),
     log:
-        "logs/urd/{scale}/{system}/{task}/{split}.log",
+        "logs/urd/{scale}/{system}/{task}/{split}.consolidate.log",
     shell:
-        "{PY} -m urd.run --checkpoint {input.model} --task {wildcards.task} --data {input.data}"
-        " --system {wildcards.system} --split {wildcards.split} --budget {params.budget}"
-        " --spec {params.spec:q} {params.artifacts} --out {output} 2> {log}"
+        "{PY} -m urd.run consolidate --checkpoint {input.model} --sessions {input.sessions}"
+        " --prefill {input.prefill} --task {wildcards.task} --system {wildcards.system}"
+        " --split {wildcards.split} --budget {params.budget} --spec {params.spec:q}"
+        " {params.artifacts} --out {output} 2> {log}"
+
+
+rule answer:
+    input:
+        unpack(model_inputs),
+        prompts=lambda wc: SESSION_B[wc.task],
+        checked=lambda wc: verified(SESSION_B[wc.task]),
+        fiches=CELL + "/fiches.jsonl",
+    output:
+        CELL + "/raw.jsonl",
+    params:
+        spec=_spec,
+        code=HARNESS_CODE,
+    resources:
+        cpu_minutes=lambda wc: cell_cpu_minutes(
+            config, wc.scale, wc.task, "answer", wc.system, wc.split
+        ),
+    log:
+        "logs/urd/{scale}/{system}/{task}/{split}.answer.log",
+    shell:
+        "{PY} -m urd.run answer --checkpoint {input.model} --prompts {input.prompts}"
+        " --fiches {input.fiches} --system {wildcards.system} --spec {params.spec:q}"
+        " --out {output} 2> {log}"
+
+
+JUDGE_CODE = code_digest("urd.run", "urd.harness", "urd.tasks", "urd.io", "urd.errors")
+
+
+# Judging reads two small files and runs no model: never worth a cluster job.
+localrules:
+    judge,
+    judge_control,
+
+
+rule judge_control:
+    input:
+        raw="results/urd/{scale}/control/{task}/raw.jsonl",
+        data=lambda wc: DATA[wc.task],
+        checked=lambda wc: verified(DATA[wc.task]),
+    output:
+        "results/urd/{scale}/control/{task}/responses.jsonl",
+    params:
+        spec=_spec,
+        code=JUDGE_CODE,
+    log:
+        "logs/urd/{scale}/control/{task}.judge.log",
+    shell:
+        "{PY} -m urd.run judge --task {wildcards.task} --data {input.data} --raw {input.raw}"
+        " --spec {params.spec:q} --out {output} 2> {log}"
+
+
+rule judge:
+    input:
+        raw=CELL + "/raw.jsonl",
+        fiches=CELL + "/fiches.jsonl",
+        data=lambda wc: DATA[wc.task],
+        checked=lambda wc: verified(DATA[wc.task]),
+    output:
+        CELL + "/responses.jsonl",
+    params:
+        spec=_spec,
+        code=JUDGE_CODE,
+    log:
+        "logs/urd/{scale}/{system}/{task}/{split}.judge.log",
+    shell:
+        "{PY} -m urd.run judge --task {wildcards.task} --data {input.data} --raw {input.raw}"
+        " --fiches {input.fiches} --spec {params.spec:q} --out {output} 2> {log}"
 
 
 def summary_inputs(wildcards):
     root = f"results/urd/{wildcards.scale}"
+    cells = dict(system=SYSTEMS, task=TASKS, split=SPLITS)
     return {
         "control": expand(f"{root}/control/{{task}}/responses.jsonl", task=TASKS),
-        "cells": expand(
-            f"{root}/{{system}}/{{task}}/{{split}}/responses.jsonl",
-            system=SYSTEMS, task=TASKS, split=SPLITS,
-        ),
+        "cells": expand(f"{root}/{{system}}/{{task}}/{{split}}/responses.jsonl", **cells),
+        "fiches": expand(f"{root}/{{system}}/{{task}}/{{split}}/fiches.jsonl", **cells),
         "model_checked": verified(model_path(wildcards.scale)),
         "manifest": MANIFEST,
     }
@@ -117,7 +229,6 @@ rule summary:
     output:
         "results/urd/{scale}/summary.json",
     params:
-        root="results/urd/{scale}",
         static=lambda wc: json.dumps(
             {
                 "config_sha256": config_digest(config),
@@ -127,8 +238,12 @@ rule summary:
             },
             sort_keys=True,
         ),
-        code=code_digest("urd.summarize", "urd.harness.fold", "urd.harness.scoring"),
+        code=code_digest(
+            "urd.summarize", "urd.harness.fold", "urd.harness.scoring", "urd.tasks", "urd.provenance"
+        ),
+    log:
+        "logs/urd/{scale}/summary.log",
     shell:
-        "{PY} -m urd.summarize --scale {wildcards.scale} --root {params.root}"
-        " --static {params.static:q} --checkpoint-stamp {input.model_checked}"
-        " --manifest {input.manifest} --out {output}"
+        "{PY} -m urd.summarize --scale {wildcards.scale} --static {params.static:q}"
+        " --checkpoint-stamp {input.model_checked} --manifest {input.manifest}"
+        " --responses {input.control} {input.cells} --fiches {input.fiches} --out {output} 2> {log}"

@@ -184,7 +184,8 @@ def test_replay_cells_declare_trained_tokens_and_label_out_of_contract_up_to_sum
         atomic_write_jsonl(root / f"{name}/t2/over/responses.jsonl", recs)
     banc = recs[0]
     assert banc["declared_tokens"] > banc["token_cap"]  # 2 x 900 > 10 x 170: over the cap, measured anyway
-    assert summarize_main(["--scale", "tiny", "--root", str(root), "--out", str(root / "summary.json")]) == 0
+    responses = sorted(str(p) for p in root.rglob("responses.jsonl"))
+    assert summarize_main(["--scale", "tiny", "--responses", *responses, "--out", str(root / "summary.json")]) == 0
     summary = json.loads((root / "summary.json").read_text())
     assert summary["out_of_contract_systems"] == ["replay_banc"]
     cells = summary["cells"]

@@ -53,14 +53,16 @@ def wf(tmp_path) -> Path:
 def test_one_tuning_job_per_transcript_and_recipe_and_the_exact_spend(wf):
     counts, tunes, line = dry_run(wf, *SMALL, "--", *cells())
     # 8 cells (2 systems x 2 tasks x 2 splits) but 8 tuning jobs, not 16: 2 recipes x 2 tasks x
-    # 2 episodes, each shared by the over and sanity cells
-    assert counts == {"make_tiny": 1, "calibrate": 1, "verify": 3, "tune_state": 8, "session_b": 8}
+    # 2 episodes, each shared by the over and sanity cells; each cell is consolidate -> answer
+    # -> judge; verify: the model, each task's data and its two views
+    assert counts == {"make_tiny": 1, "calibrate": 1, "verify": 7, "prefill": 2, "tune_state": 8,
+                      "consolidate": 8, "answer": 8, "judge": 8}
     assert len(set(tunes)) == len(tunes) == 8
     assert {sha for _, sha in tunes if _ == "replay_tune"} == {sha for _, sha in tunes if _ == "replay_banc"}
-    # each tiny tuning job: <= 1,848 tokens / 300 tokens/s + 15 s load -> 1 GPU minute; each cell:
-    # (prefill <= 2 x 432 tokens / 170 per s + 2 x 2 x 12 decoded x 70 ms + 10 s) -> 1 CPU minute.
-    # 8 GPU min = 0.13 h x $0.60 + 8 CPU min x $0.05/h = $0.0867
-    assert line == f"urd planned spend (21 jobs to run): GPU 0.13 h, CPU 0.13 h, US$ 0.09 {PRICES}"
+    # each tiny tuning job: <= 1,848 tokens / 300 tokens/s + 15 s load -> 1 GPU minute; each
+    # prefill, consolidate and answer job is under a minute, billed as 1 (whole minutes); judge
+    # jobs bill nothing. 8 GPU min = 0.13 h x $0.60 + 18 CPU min x $0.05/h = $0.093
+    assert line == f"urd planned spend (43 jobs to run): GPU 0.13 h, CPU 0.30 h, US$ 0.09 {PRICES}"
 
 
 @pytest.mark.slow
@@ -69,7 +71,7 @@ def test_dry_run_of_the_01b_summary_prints_planned_gpu_hours_and_dollars(wf):
     assert counts["tune_state"] == 24  # 2 recipes x (6 T1 + 6 T2) transcripts
     # replay_banc: 12 x ceil((393,216 / 250 + 60) / 60) = 12 x 28 min; replay_tune: 10 passes,
     # 6 x 3 min (T1, ~1,840 tokens) + 6 x 2 min (T2, ~175 tokens): 366 GPU min = 6.10 h
-    m = re.fullmatch(r"urd planned spend \(60 jobs to run\): GPU 6\.10 h, CPU (\d+\.\d\d) h, US\$ (\d+\.\d\d) "
+    m = re.fullmatch(r"urd planned spend \(124 jobs to run\): GPU 6\.10 h, CPU (\d+\.\d\d) h, US\$ (\d+\.\d\d) "
                      + re.escape(PRICES), line)
     assert m, line
     assert float(m[2]) == pytest.approx(6.10 * 0.60 + float(m[1]) * 0.05, abs=0.01)
@@ -93,9 +95,9 @@ def test_tiny_replay_target_runs_through_the_slurm_profile(slurm_cluster, wf):
     env = {**slurm_cluster.env, "PYTHONPATH": str(SRC)}
     # The shared inputs (data, tiny checkpoint, their verify stamps) are built locally first: each
     # SLURM stage costs ~20 s of submission and polling, and routing CPU jobs is shown by the cell.
-    inputs = ["results/urd/verified/data/t2.jsonl.sha256",
-              "results/urd/verified/models/urd-tiny-rwkv7-L2-D128.pth.sha256"]
-    pre = smk(wf, "--cores", "2", *inputs)
+    inputs = ["results/urd/verified/data/t2.jsonl.sha256", "results/urd/verified/data/t2.session_b.jsonl.sha256",
+              "results/urd/verified/models/urd-tiny-rwkv7-L2-D128.pth.sha256", "results/urd/tiny/prefill/t2.json"]
+    pre = smk(wf, "--cores", "2", "--config", "evaluate_episodes=1", "evaluate_queries=2", "--", *inputs)
     assert pre.returncode == 0, pre.stdout + pre.stderr
     # one cell, CI-sized (one episode, two queries): the out-of-contract diagnostic, whose label
     # must survive the trip; the fake GPU is single, so a second recipe would only queue behind it
@@ -113,7 +115,8 @@ def test_tiny_replay_target_runs_through_the_slurm_profile(slurm_cluster, wf):
     assert c["slurm_partition"] == "gpu" and c["cuda_visible_devices"] == "0" and c["slurm_job_id"].isdigit(), c
     assert c["out_of_contract"] is True
     parts = squeue_partitions(env)
-    assert parts.get("tune_state") == {"gpu"} and parts.get("session_b") == {"cpu"}, parts
+    assert parts.get("tune_state") == {"gpu"}, parts
+    assert parts.get("consolidate") == parts.get("answer") == {"cpu"}, parts
     # the cell finished from the artifact, labelled out of contract
     recs = [json.loads(l) for l in (wf / "results/urd/tiny/replay_banc/t2/over/responses.jsonl").open()]
     assert len(recs) == 2 and all(x["out_of_contract"] is True and x["metered_tokens"] == 0 for x in recs)
@@ -122,6 +125,7 @@ def test_tiny_replay_target_runs_through_the_slurm_profile(slurm_cluster, wf):
     # (one tiny tuning job: 1 GPU minute, 0.02 h)
     counts, tunes, line = dry_run(wf, "--config", "evaluate_episodes=1", "evaluate_queries=2", "--",
                                   *cells(systems=("replay_banc", "replay_tune"), tasks=("t2",), splits=("sanity",)))
-    assert counts == {"tune_state": 1, "session_b": 2} and [recipe for recipe, _ in tunes] == ["replay_tune"]
-    assert line.startswith("urd planned spend (3 jobs to run): GPU 0.02 h"), line
+    assert counts == {"tune_state": 1, "consolidate": 2, "answer": 2, "judge": 2}
+    assert [recipe for recipe, _ in tunes] == ["replay_tune"]
+    assert line.startswith("urd planned spend (7 jobs to run): GPU 0.02 h"), line
     print(f"tiny replay target through SLURM: {wall:.1f} s")

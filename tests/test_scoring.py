@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from urd.errors import InputError
 from urd.harness.fold import fold, fold_cell
 from urd.harness.scoring import episode_scores, judge_t1, judge_t2
 
@@ -95,8 +96,22 @@ def test_fold_rejudges_raw_responses_and_needs_a_control():
     stored_wrong = _resp(0, "a", "hot", V, V, verdict="wrong")  # the stored verdict is ignored
     out = fold({("control", "t1", None): [_resp(0, "a", "hot", V, V)], ("s", "t1", "over"): [stored_wrong]})
     assert out["cells"]["s"]["t1"]["over"]["score_B"] == 1.0
-    with pytest.raises(ValueError, match="no control"):
+    with pytest.raises(InputError, match="s/t1/over: control: expected the control responses of t1"):
         fold({("s", "t1", "over"): [stored_wrong]})
+
+
+@pytest.mark.parametrize("cell, got", [
+    ([], r"episodes: expected the control's episodes \[0, 1\], got \[\]"),
+    (["a0"], r"episodes: expected the control's episodes \[0, 1\], got \[0\]"),
+    (["a0", "b0", "a1"], r"episode 0: expected the control's queries, got '1 missing \(c0\), 0 extra \(\)'"),
+    (["a0", "b0", "c0", "a1", "a1"], r"query_id: expected each query once, got 'a1 more than once'"),
+    (["a0", "b0", "c0", "a1", "x1"], r"episode 1: expected the control's queries, got '0 missing \(\), 1 extra \(x1\)'"),
+])
+def test_fold_refuses_a_cell_that_does_not_cover_its_control(cell, got):
+    ids = {"a0": 0, "b0": 0, "c0": 0, "a1": 1, "x1": 1}
+    control = [_resp(ids[q], q, "hot", V, V) for q in ("a0", "b0", "c0", "a1")]
+    with pytest.raises(InputError, match="s/t1/over/responses.jsonl: " + got):
+        fold({("control", "t1", None): control, ("s", "t1", "over"): [_resp(ids[q], q, "hot", V, V) for q in cell]})
 
 
 def test_out_of_contract_travels_into_the_cell():

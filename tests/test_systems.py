@@ -98,7 +98,7 @@ def test_control_prefills_the_shared_transcript_once(tiny_backbone, urd_config):
         ("nosuch", {}, r"systems: expected a known system"),
         ("control", {}, r"reserved 'control'"),
         ("broken", {"broken": "urd.nosuchmodule:X"}, r"plugins.broken: expected 'module:Class' naming an importable class"),
-        ("noiface", {"noiface": "urd.systems.base:MemorySystem"}, r"a class implementing consolidate"),
+        ("noiface", {"noiface": "urd.systems.base:MemorySystem"}, r"a MemorySystem subclass implementing consolidate"),
     ],
 )
 def test_registry_errors_are_clear(name, plugins, match):

@@ -30,9 +30,9 @@ def t2_eps(config):
 
 def test_two_regenerations_are_byte_identical(config, tmp_path):
     for task in ("t1", "t2"):
-        a = calibrate.write_data(config, task, tmp_path / f"a-{task}.jsonl").read_bytes()
-        b = calibrate.write_data(config, task, tmp_path / f"b-{task}.jsonl").read_bytes()
-        assert a == b and len(a) > 1000
+        a = [p.read_bytes() for p in calibrate.write_data(config, task, tmp_path / f"a-{task}.jsonl")]
+        b = [p.read_bytes() for p in calibrate.write_data(config, task, tmp_path / f"b-{task}.jsonl")]
+        assert a == b and len(a) == 3 and all(len(x) > 1000 for x in a)
 
 
 def test_the_regenerated_data_matches_the_committed_manifest(config, tmp_path, repo):
@@ -40,9 +40,13 @@ def test_the_regenerated_data_matches_the_committed_manifest(config, tmp_path, r
     from urd.manifest import read_manifest
 
     pinned = read_manifest(repo / "calibration/manifest.sha256")
+    written = []
     for task, rel in (("t1", "data/c1/t1.jsonl"), ("t2", "data/t2.jsonl")):
-        out = calibrate.write_data(config, task, tmp_path / rel)
-        assert sha256_file(out) == pinned[rel], f"{rel} no longer regenerates byte-for-byte"
+        for out in calibrate.write_data(config, task, tmp_path / rel):
+            name = str(out.relative_to(tmp_path))
+            assert sha256_file(out) == pinned[name], f"{name} no longer regenerates byte-for-byte"
+            written.append(name)
+    assert sorted(written) == sorted(pinned)  # the full data and both views of each task
 
 
 def test_one_episode_alone_equals_its_line_in_the_full_file(config, tmp_path):

@@ -57,7 +57,8 @@ def test_tiny_end_to_end_with_a_plugin_then_rescore(plugin_workflow):
     for key in ("episode", "query_id", "kind", "prompt_sha256", "response", "parsed", "expected", "verdict", "marker"):
         assert key in line
     # progress was reported per episode
-    assert "episode 2/2 done" in (wf / "logs/urd/tiny/head/t1/over.log").read_text()
+    assert "episode 2/2 consolidated" in (wf / "logs/urd/tiny/head/t1/over.consolidate.log").read_text()
+    assert "episode 2/2 answered" in (wf / "logs/urd/tiny/head/t1/over.answer.log").read_text()
 
     rescore = [sys.executable, "-m", "urd.summarize", "--rescore", "results/urd/tiny"]
     ok = subprocess.run(rescore, cwd=wf, capture_output=True, text=True)
@@ -87,10 +88,12 @@ def test_the_real_scale_dag_is_fetch_run_fold_with_a_spend_line(workflow):
     assert proc.returncode == 0, out
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", out, re.M))
     assert counts["fetch_backbone"] == "1" and counts["control"] == "2"
-    assert counts["session_b"] == str(7 * 2 * 2) and counts["summary"] == "1"
+    cells = str(7 * 2 * 2)
+    assert counts["consolidate"] == counts["answer"] == counts["judge"] == cells and counts["summary"] == "1"
+    assert counts["prefill"] == counts["judge_control"] == "2"
     # the replay systems' tuning jobs: 2 recipes x 12 transcripts, billed as GPU time
     assert counts["tune_state"] == "24"
-    assert re.search(r"urd planned spend \(60 jobs to run\): GPU 11\.40 h, CPU \d+\.\d\d h, US\$ \d+\.\d\d", out)
+    assert re.search(r"urd planned spend \(124 jobs to run\): GPU 11\.40 h, CPU \d+\.\d\d h, US\$ \d+\.\d\d", out)
 
 
 def test_fetching_without_a_pinned_revision_fails_and_says_what_to_set(workflow):
@@ -99,3 +102,41 @@ def test_fetching_without_a_pinned_revision_fails_and_says_what_to_set(workflow)
     assert proc.returncode != 0
     assert "source.revision for rwkv7-g1d-0.1b-20260129-ctx8192.pth: expected the 40-hex commit" in log
     assert not (workflow / "models/rwkv7-g1d-0.1b-20260129-ctx8192.pth").exists()
+
+
+REDUCED = ["--config", "evaluate_episodes=1", "evaluate_queries=2"]
+
+
+def test_a_summary_reads_only_its_declared_cells(workflow, tmp_path):
+    """Leftover cells of an earlier run in the folder change nothing: same bytes as a fresh copy."""
+    from conftest import copy_workflow
+
+    snakemake(workflow, TINY, *REDUCED, "systems=[vanilla,gzip_tail]", check=True)
+    snakemake(workflow, TINY, *REDUCED, "systems=[vanilla]", check=True)
+    fresh = copy_workflow(tmp_path / "fresh")
+    snakemake(fresh, TINY, *REDUCED, "systems=[vanilla]", check=True)
+    mine = json.loads((workflow / TINY).read_text())
+    assert set(mine["cells"]) == {"vanilla"} and (workflow / "results/urd/tiny/gzip_tail").is_dir()
+    assert (workflow / TINY).read_bytes() == (fresh / TINY).read_bytes()
+
+
+def test_a_truncated_cell_is_refused_naming_the_file(workflow):
+    snakemake(workflow, TINY, *REDUCED, "systems=[vanilla]", check=True)
+    raw = workflow / "results/urd/tiny/vanilla/t2/over/raw.jsonl"
+    lines = raw.read_text().splitlines(keepends=True)
+    raw.write_text("".join(lines[:-1]))  # one reply lost
+    proc = snakemake(workflow, TINY, *REDUCED, "systems=[vanilla]")
+    assert proc.returncode != 0
+    log = (workflow / "logs/urd/tiny/vanilla/t2/over.judge.log").read_text()
+    assert "urd judge FAILED: results/urd/tiny/vanilla/t2/over/raw.jsonl: query_id: expected a reply to each of the 2 " \
+           "evaluated queries, got '1 missing (first: t2-e000-q01)'" in log, log
+    assert not (workflow / "results/urd/tiny/vanilla/t2/over/responses.jsonl").exists()
+    # and --rescore refuses a summary whose responses were cut after the fact
+    raw.write_text("".join(lines))
+    snakemake(workflow, TINY, *REDUCED, "systems=[vanilla]", check=True)
+    resp = workflow / "results/urd/tiny/vanilla/t1/sanity/responses.jsonl"
+    resp.write_text("".join(resp.read_text().splitlines(keepends=True)[:-1]))
+    bad = subprocess.run([sys.executable, "-m", "urd.summarize", "--rescore", "results/urd/tiny"], cwd=workflow,
+                         capture_output=True, text=True)
+    assert bad.returncode == 1
+    assert "vanilla/t1/sanity/responses.jsonl: episode 0: expected the control's queries" in bad.stderr, bad.stderr

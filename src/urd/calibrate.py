@@ -1,6 +1,7 @@
 """Regenerate every urd rung-1 episode byte-for-byte, and (for maintainers) re-pin the manifest.
 
     python -m urd.calibrate                 # writes data/<profile>/t1.jsonl and data/t2.jsonl
+                                            # (and each one's session_a and session_b views)
     python -m urd.calibrate --check         # and verifies them against calibration/manifest.sha256
     python -m urd.calibrate --write-manifest  # re-pin (only when the protocol deliberately changes)
 
@@ -18,7 +19,7 @@ from .config import load_config
 from .errors import UrdError
 from .io import jsonl_text, atomic_write_text
 from .manifest import verify_file, write_manifest
-from .tasks import t1, t2
+from .tasks import t1, t2, views
 
 MANIFEST = Path("calibration/manifest.sha256")
 
@@ -44,9 +45,16 @@ def episodes_text(config: dict, task: str) -> str:
     return jsonl_text(make(config, i) for i in range(config["episodes"]))
 
 
-def write_data(config: dict, task: str, out: str | Path) -> Path:
-    atomic_write_text(out, episodes_text(config, task))
-    return Path(out)
+def write_data(config: dict, task: str, out: str | Path) -> list[Path]:
+    """The full episodes at `out`, and beside it what each side of the boundary may read."""
+    text = episodes_text(config, task)
+    episodes = [json.loads(line) for line in text.splitlines()]
+    atomic_write_text(out, text)
+    written = [Path(out)]
+    for side, view in views.VIEWS.items():
+        atomic_write_text(views.view_path(out, side), jsonl_text(view(ep) for ep in episodes))
+        written.append(views.view_path(out, side))
+    return written
 
 
 def data_spec(config: dict) -> dict:
@@ -67,8 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = json.loads(args.spec) if args.spec else load_config(args.config)
         files = [
-            write_data(config, "t1", args.t1 or t1_path(config)),
-            write_data(config, "t2", args.t2 or t2_path(config)),
+            *write_data(config, "t1", args.t1 or t1_path(config)),
+            *write_data(config, "t2", args.t2 or t2_path(config)),
         ]
         for f in files:
             print(f"wrote {f}", file=sys.stderr)

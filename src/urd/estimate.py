@@ -17,10 +17,9 @@ from .errors import InputError
 TRANSCRIPT_TOKENS = {"t1": 1850, "t2": 180}
 QUERY_TOKENS = 16
 FICHE_CONTEXT_TOKENS = {"over": 60, "sanity": 400}
-CONSOLIDATION = {  # (prefill passes over the transcript, decoded tokens)
-    "vanilla": (0, 0), "gzip_tail": (0, 0), "retrieval": (0, 0), "state_carry": (1, 0),
-    "replay_tune": (0, 0), "replay_banc": (0, 0),  # read an artifact; tuning is its own job
-}
+# What a consolidation forwards beyond the transcript (whose state the prefill job computed
+# once): summary writes its notes; the rest read text or an artifact.
+HEADER_TOKENS = 40
 
 
 def _speed(config: dict, scale: str) -> dict:
@@ -28,7 +27,7 @@ def _speed(config: dict, scale: str) -> dict:
     if scale in speeds:
         return speeds[scale]
     if not speeds:
-        return {"prefill_tokens_per_s": 100, "decode_ms_per_token": 100}
+        return {"prefill_tokens_per_s": 100, "decode_ms_per_token": 100, "batch_tokens_per_s": 100}
     return min(speeds.values(), key=lambda s: s["prefill_tokens_per_s"])
 
 
@@ -39,27 +38,33 @@ def _episodes_queries(config: dict, task: str) -> tuple[int, int]:
     return eps, min(per, config.get("evaluate_queries") or per)
 
 
-def _minutes(config, scale, prefill, decode) -> int:
+def _minutes(config, scale, prefill=0, decode=0, batched=0) -> int:
+    """prefill: tokens run as sequences; decode: tokens generated one at a time; batched:
+    row-tokens of batched answering (every query of an episode a row)."""
     s = _speed(config, scale)
-    seconds = prefill / s["prefill_tokens_per_s"] + decode * s["decode_ms_per_token"] / 1000 + 10  # +load
+    seconds = (prefill / s["prefill_tokens_per_s"] + decode * s["decode_ms_per_token"] / 1000
+               + batched / s.get("batch_tokens_per_s", s["prefill_tokens_per_s"]) + 10)  # +start-up
     return max(1, math.ceil(seconds / 60))
 
 
-def control_cpu_minutes(config: dict, scale: str, task: str) -> int:
+def cell_cpu_minutes(config: dict, scale: str, task: str, step: str, system: str | None = None,
+                     split: str | None = None) -> int:
+    """CPU minutes of one job of a cell: prefill, control, consolidate or answer."""
     eps, q = _episodes_queries(config, task)
-    decode = config["decode"][task]["max_new_tokens"]
-    return _minutes(config, scale, eps * (TRANSCRIPT_TOKENS[task] + q * QUERY_TOKENS), eps * q * decode)
-
-
-def session_b_cpu_minutes(config: dict, scale: str, task: str, system: str, split: str) -> int:
-    eps, q = _episodes_queries(config, task)
-    decode = config["decode"][task]["max_new_tokens"]
-    if system == "summary":
-        passes, written = 1, config.get("system_settings", {}).get("summary", {}).get("max_new_tokens", 64)
-    else:
-        passes, written = CONSOLIDATION.get(system, (1, 0))
-    prefill = eps * (passes * TRANSCRIPT_TOKENS[task] + FICHE_CONTEXT_TOKENS.get(split, 400) + q * QUERY_TOKENS)
-    return _minutes(config, scale, prefill, eps * (written + q * decode))
+    rows = eps * q * (QUERY_TOKENS + config["decode"][task]["max_new_tokens"])
+    if step == "prefill":
+        return _minutes(config, scale, prefill=eps * TRANSCRIPT_TOKENS[task])
+    if step == "control":
+        return _minutes(config, scale, batched=rows)
+    if step == "consolidate":
+        if system != "summary":
+            return _minutes(config, scale)
+        written = config.get("system_settings", {}).get("summary", {}).get("max_new_tokens", 64)
+        return _minutes(config, scale, prefill=eps * 30, decode=eps * written)
+    if step == "answer":
+        context = HEADER_TOKENS + FICHE_CONTEXT_TOKENS.get(split, 400)
+        return _minutes(config, scale, prefill=eps * context, batched=rows)
+    raise ValueError(f"unknown step {step!r}")
 
 
 # --- tuning jobs (urd.replay.tune): GPU minutes, run time and memory ------------------------

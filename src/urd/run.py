@@ -1,12 +1,17 @@
-"""Run one cell of urd rung 1 and write its responses.jsonl (the job behind each Snakemake rule).
+"""The jobs of a benchmark cell, each its own process (the rules in rules/urd.smk call these).
 
-    python -m urd.run --checkpoint models/m.pth --task t1 --data data/c1/t1.jsonl \
-        --system control --spec '{...}' --out results/urd/tiny/control/t1/responses.jsonl
-    python -m urd.run ... --system gzip_tail --split over --budget 120 ...
-    python -m urd.run ... --system replay_tune ... --artifacts artifacts/replay/tiny/replay_tune
+    python -m urd.run prefill --checkpoint M --sessions data/c1/t1.session_a.jsonl --spec S --out P.json
+    python -m urd.run control --checkpoint M --sessions A --prompts data/c1/t1.session_b.jsonl --prefill P.json --spec S --out raw.jsonl
+    python -m urd.run consolidate --checkpoint M --sessions A --prefill P.json --task t1 --system retrieval \
+        --split over --budget 120 --spec S [--artifacts DIR] --out fiches.jsonl
+    python -m urd.run answer --checkpoint M --prompts B --fiches fiches.jsonl --system retrieval --spec S --out raw.jsonl
+    python -m urd.run judge --task t1 --data data/c1/t1.jsonl --raw raw.jsonl [--fiches fiches.jsonl] --spec S --out responses.jsonl
 
-The spec is the slice of the validated config the cell depends on (decode lengths, contract
-factor, episode and query limits, system settings and plug-ins), passed by the rule as JSON.
+`consolidate` reads the session-A view (transcripts) and writes the fiches; `answer` builds the
+system afresh and reads the session-B view (header, prompts) and the fiches, nothing else;
+`judge` joins the raw replies with the expected answers. The spec is the slice of the validated
+config a cell depends on (decoding, contract factor, episode and query limits, system settings
+and plug-ins), passed by the rule as JSON.
 """
 
 from __future__ import annotations
@@ -14,10 +19,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from .errors import UrdError
-from .harness.context import Decode
-from .harness.runner import run_control, run_system
 from .io import atomic_write_jsonl, read_jsonl
 
 
@@ -38,46 +42,140 @@ def select(episodes: list[dict], spec: dict) -> list[dict]:
     """The evaluated slice: the first N episodes and the first M queries of each (None = all)."""
     n, m = spec.get("evaluate_episodes"), spec.get("evaluate_queries")
     chosen = episodes[:n] if n else episodes
-    return [{**ep, "queries": ep["queries"][:m]} if m else ep for ep in chosen]
+    return [{**ep, "queries": ep["queries"][:m]} if m and "queries" in ep else ep for ep in chosen]
+
+
+def prefill_bin(index_path: str | Path) -> Path:
+    """The state bytes beside a prefill index: P.json -> P.bin"""
+    return Path(index_path).with_suffix(".bin")
+
+
+def _handle(args, spec):
+    """A metered handle that loads the checkpoint on first use."""
+    from .harness.handle import ModelHandle
+
+    def load():
+        from .backbone.adapter import Backbone
+
+        return Backbone.load(args.checkpoint, strategy=spec["strategy"])
+
+    return ModelHandle(loader=load)
+
+
+def _decode(spec):
+    from .harness.context import Decode
+
+    return Decode(max_new_tokens=spec["decode"]["max_new_tokens"])
+
+
+def _system(args, spec, handle):
+    from .systems import registry
+
+    settings = spec.get("system_settings", {}).get(args.system, {})
+    if getattr(args, "artifacts", None):
+        settings = {**settings, "artifacts": args.artifacts}
+    return registry.build(args.system, handle, spec.get("plugins"), settings)
+
+
+def cmd_prefill(args, spec):
+    from .backbone.adapter import Backbone
+    from .harness import prefill
+
+    sessions = select(read_jsonl(args.sessions), spec)
+    backbone = Backbone.load(args.checkpoint, strategy=spec["strategy"])
+    prefill.compute(backbone, sessions, prefill_bin(args.out), args.out,
+                    progress=lambda ep: print(f"[prefill] episode {ep['episode']}", file=sys.stderr, flush=True))
+    return f"prefilled {len(sessions)} transcripts into {args.out}"
+
+
+def cmd_control(args, spec):
+    from .harness import prefill
+    from .harness.runner import answer_control
+
+    handle = _handle(args, spec)
+    sessions_a = select(read_jsonl(args.sessions), spec)
+    prefill.load_into(handle, sessions_a, prefill_bin(args.prefill), args.prefill)
+    raw = answer_control(handle, sessions_a, select(read_jsonl(args.prompts), spec), _decode(spec))
+    atomic_write_jsonl(args.out, raw)
+    return f"wrote {len(raw)} control replies to {args.out}"
+
+
+def cmd_consolidate(args, spec):
+    from .harness import fiches, prefill
+    from .harness.runner import consolidate_cell
+
+    handle = _handle(args, spec)
+    system = _system(args, spec, handle)
+    sessions = select(read_jsonl(args.sessions), spec)
+    if args.prefill:
+        prefill.load_into(handle, sessions, prefill_bin(args.prefill), args.prefill)
+    recs = consolidate_cell(system, args.task, sessions, args.split, args.budget, spec["consolidation_factor"])
+    fiches.write(args.out, recs)
+    return f"wrote {len(recs)} fiches to {args.out}"
+
+
+def cmd_answer(args, spec):
+    from .harness import fiches
+    from .harness.runner import answer_cell
+
+    handle = _handle(args, spec)
+    system = _system(args, spec, handle)
+    raw = answer_cell(system, select(read_jsonl(args.prompts), spec), fiches.read(args.fiches), _decode(spec))
+    atomic_write_jsonl(args.out, raw)
+    return f"wrote {len(raw)} replies to {args.out}"
+
+
+def cmd_judge(args, spec):
+    from .harness import fiches
+    from .harness.runner import judge_cell
+
+    recs = [rec for rec, _ in fiches.read(args.fiches)] if args.fiches else None
+    system = recs[0]["system"] if recs else "control"
+    split = recs[0]["split"] if recs else None
+    out = judge_cell(args.task, select(read_jsonl(args.data), spec), read_jsonl(args.raw), recs,
+                     system, split, source=args.raw)
+    atomic_write_jsonl(args.out, out)
+    return f"judged {len(out)} replies into {args.out}"
+
+
+COMMANDS = {"prefill": cmd_prefill, "control": cmd_control, "consolidate": cmd_consolidate,
+            "answer": cmd_answer, "judge": cmd_judge}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m urd.run")
-    ap.add_argument("--checkpoint", required=True)
-    ap.add_argument("--task", required=True, choices=["t1", "t2"])
-    ap.add_argument("--data", required=True)
-    ap.add_argument("--system", required=True, help="'control' or a system name")
-    ap.add_argument("--split", default=None)
-    ap.add_argument("--budget", type=int, default=None)
-    ap.add_argument("--spec", required=True)
-    ap.add_argument("--artifacts", default=None, help="tuning artifacts of the system's recipe (replay systems)")
-    ap.add_argument("--out", required=True)
+    sub = ap.add_subparsers(dest="command", required=True)
+    p = {name: sub.add_parser(name) for name in COMMANDS}
+    for name, sp in p.items():
+        sp.add_argument("--spec", required=True)
+        sp.add_argument("--out", required=True)
+        if name != "judge":
+            sp.add_argument("--checkpoint", required=True)
+    for name in ("prefill", "control", "consolidate"):
+        p[name].add_argument("--sessions", required=True, help="the session-A view (transcripts)")
+    for name in ("control", "answer"):
+        p[name].add_argument("--prompts", required=True, help="the session-B view (header, query prompts)")
+    p["control"].add_argument("--prefill", required=True, help="index of the transcript states")
+    p["consolidate"].add_argument("--prefill", help="index of the transcript states")
+    for name in ("consolidate", "answer"):
+        p[name].add_argument("--system", required=True)
+    p["consolidate"].add_argument("--task", required=True, choices=["t1", "t2"])
+    p["consolidate"].add_argument("--split", required=True)
+    p["consolidate"].add_argument("--budget", type=int, default=None)
+    p["consolidate"].add_argument("--artifacts", help="tuning artifacts of the system's recipe (replay systems)")
+    p["answer"].add_argument("--fiches", required=True)
+    p["judge"].add_argument("--task", required=True, choices=["t1", "t2"])
+    p["judge"].add_argument("--data", required=True, help="the full episodes (expected answers)")
+    p["judge"].add_argument("--raw", required=True)
+    p["judge"].add_argument("--fiches", help="the cell's fiches (absent for the control)")
     args = ap.parse_args(argv)
     spec = json.loads(args.spec)
     try:
-        from .systems import registry
-
-        if args.system != "control":
-            registry.resolve(args.system, spec.get("plugins"))  # fail before loading a model
-        from .backbone.adapter import Backbone
-
-        episodes = select(read_jsonl(args.data), spec)
-        backbone = Backbone.load(args.checkpoint, strategy=spec["strategy"])
-        decode = Decode(max_new_tokens=spec["decode"]["max_new_tokens"])
-        if args.system == "control":
-            records = run_control(backbone, args.task, episodes, decode, label=f"control/{args.task}")
-        else:
-            settings = spec.get("system_settings", {}).get(args.system, {})
-            if args.artifacts:
-                settings = {**settings, "artifacts": args.artifacts}
-            system = registry.build(args.system, backbone, spec.get("plugins"), settings)
-            records = run_system(backbone, system, args.task, episodes, args.split, args.budget,
-                                 spec["consolidation_factor"], decode)
+        message = COMMANDS[args.command](args, spec)
     except UrdError as exc:
-        print(f"urd run FAILED: {exc}", file=sys.stderr)
+        print(f"urd {args.command} FAILED: {exc}", file=sys.stderr)
         return 1
-    atomic_write_jsonl(args.out, records)
-    print(f"wrote {len(records)} responses to {args.out}", file=sys.stderr)
+    print(message, file=sys.stderr)
     return 0
 
 

@@ -1,9 +1,13 @@
 """Fold a scale's responses into summary.json, and rescore it offline.
 
-    python -m urd.summarize --scale tiny --root results/urd/tiny --provenance '{...}' --out results/urd/tiny/summary.json
+    python -m urd.summarize --scale tiny --responses R... --fiches F... --static '{...}' --out results/urd/tiny/summary.json
     python -m urd.summarize --rescore results/urd/tiny     # rebuild every figure, compare, exit 1 on any difference
 
-Layout: <root>/control/<task>/responses.jsonl and <root>/<system>/<task>/<split>/responses.jsonl.
+Only the files named on the command line are read (the rule's declared inputs): a folder holding
+another run's extra cells gives the same summary. Layout: <root>/control/<task>/responses.jsonl
+and <root>/<system>/<task>/<split>/responses.jsonl. summary.json lists every file it was folded
+from, and every cell's fiches, with their SHA-256 (`provenance.inputs`, paths relative to its
+folder); --rescore reads exactly those.
 """
 
 from __future__ import annotations
@@ -13,43 +17,62 @@ import json
 import sys
 from pathlib import Path
 
+from .errors import InputError, UrdError
 from .harness.fold import fold, verdict_drift
-from .io import atomic_write_json, read_jsonl
+from .io import atomic_write_json, read_jsonl, sha256_file
 
 
-def collect(root: str | Path) -> dict[tuple, list[dict]]:
-    root = Path(root)
+def cell_key(path: Path) -> tuple:
+    """("control", task, None) or (system, task, split), from a responses.jsonl path."""
+    parts = path.parts
+    if len(parts) >= 3 and parts[-3] == "control":
+        return ("control", parts[-2], None)
+    if len(parts) < 4:
+        raise InputError(path, "<path>", ".../control/<task>/responses.jsonl or .../<system>/<task>/<split>/responses.jsonl")
+    return tuple(parts[-4:-1])
+
+
+def collect(paths: list[str | Path]) -> dict[tuple, list[dict]]:
     out: dict[tuple, list[dict]] = {}
-    for path in sorted(root.glob("control/*/responses.jsonl")):
-        out[("control", path.parent.name, None)] = read_jsonl(path)
-    for path in sorted(root.glob("*/*/*/responses.jsonl")):
-        system, task, split = path.parts[-4:-1]
-        if system != "control":
-            out[(system, task, split)] = read_jsonl(path)
+    for path in map(Path, paths):
+        if not path.is_file():
+            raise InputError(path, "<file>", "an existing responses.jsonl (build it with snakemake first)")
+        recs = read_jsonl(path)
+        if not recs:
+            raise InputError(path, "<file>", "one response per evaluated query", "an empty file")
+        out[cell_key(path)] = recs
     return out
 
 
-def figures(root: str | Path) -> dict:
-    return fold(collect(root))
-
-
 def rescore(root: str | Path) -> tuple[bool, list[str]]:
-    """Recompute every figure from responses.jsonl alone and compare with summary.json."""
+    """Recompute every figure from the responses summary.json lists and compare."""
     root = Path(root)
-    saved = json.loads((root / "summary.json").read_text())
-    fresh = figures(root)
+    summary_path = root / "summary.json"
+    if not summary_path.is_file():
+        raise InputError(summary_path, "<file>", "a summary.json built by the workflow")
+    saved = json.loads(summary_path.read_text())
+    listed = saved.get("provenance", {}).get("inputs", {}).get("responses")
+    if not listed:
+        raise InputError(summary_path, "provenance.inputs.responses", "the responses it was folded from (rebuild it)")
     problems = []
+    for rel, digest in sorted(listed.items()):
+        path = root / rel
+        if not path.is_file():
+            raise InputError(path, "<file>", f"the responses summary.json was folded from (SHA-256 {digest})")
+        if sha256_file(path) != digest:
+            problems.append(f"{rel}: SHA-256 differs from the one summary.json recorded")
+    responses = collect([root / rel for rel in sorted(listed)])
+    fresh = fold(responses)
     for key in ("control", "cells"):
         if saved.get(key) != fresh[key]:
             problems.append(f"{key}: summary.json differs from the figures rebuilt from responses.jsonl")
-    drift = verdict_drift(collect(root))
+    drift = verdict_drift(responses)
     if drift:
         problems.append(f"{len(drift)} stored verdicts differ from a fresh judgement (first: {drift[0]})")
     return not problems, problems
 
 
 def provenance(args) -> dict:
-    from .io import sha256_file
     from .provenance import code_digest, git_commit, package_versions
 
     prov = json.loads(args.static)
@@ -63,27 +86,41 @@ def provenance(args) -> dict:
     return prov
 
 
+def _relative(paths: list[str], root: Path) -> dict[str, str]:
+    return {str(Path(p).relative_to(root)): sha256_file(p) for p in sorted(paths)}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m urd.summarize")
     ap.add_argument("--rescore", metavar="ROOT", help="rebuild figures from responses and compare")
     ap.add_argument("--scale")
-    ap.add_argument("--root")
+    ap.add_argument("--responses", nargs="+", default=[], help="every responses.jsonl to fold (control included)")
+    ap.add_argument("--fiches", nargs="*", default=[], help="the cells' fiches.jsonl (recorded by SHA-256)")
     ap.add_argument("--static", default="{}", help="provenance known when the DAG is built (JSON)")
     ap.add_argument("--checkpoint-stamp", help="the verify stamp of the checkpoint")
     ap.add_argument("--manifest", help="the data manifest the responses' data was verified against")
     ap.add_argument("--out")
     args = ap.parse_args(argv)
-    if args.rescore:
-        ok, problems = rescore(args.rescore)
-        for p in problems:
-            print(f"rescore: {p}", file=sys.stderr)
-        print("rescore: identical" if ok else "rescore: DIFFERENT", file=sys.stderr)
-        return 0 if ok else 1
-    figs = figures(args.root)
-    # diagnostics (e.g. replay_banc) are labelled at the top too: never ranked with the rest
-    ooc = sorted(s for s, tasks in figs["cells"].items()
-                 if any(c["out_of_contract"] for splits in tasks.values() for c in splits.values()))
-    summary = {"scale": args.scale, **figs, "out_of_contract_systems": ooc, "provenance": provenance(args)}
+    try:
+        if args.rescore:
+            ok, problems = rescore(args.rescore)
+            for p in problems:
+                print(f"rescore: {p}", file=sys.stderr)
+            print("rescore: identical" if ok else "rescore: DIFFERENT", file=sys.stderr)
+            return 0 if ok else 1
+        if not args.out or not args.responses:
+            ap.error("--out and --responses are required (or --rescore ROOT)")
+        root = Path(args.out).parent
+        figs = fold(collect(args.responses))
+        # diagnostics (e.g. replay_banc) are labelled at the top too: never ranked with the rest
+        ooc = sorted(s for s, tasks in figs["cells"].items()
+                     if any(c["out_of_contract"] for splits in tasks.values() for c in splits.values()))
+        prov = provenance(args)
+        prov["inputs"] = {"responses": _relative(args.responses, root), "fiches": _relative(args.fiches, root)}
+        summary = {"scale": args.scale, **figs, "out_of_contract_systems": ooc, "provenance": prov}
+    except UrdError as exc:
+        print(f"urd summarize FAILED: {exc}", file=sys.stderr)
+        return 1
     atomic_write_json(args.out, summary)
     print(f"wrote {args.out}", file=sys.stderr)
     return 0

@@ -152,6 +152,16 @@ class Backbone:
         if any(not s for s in stop):
             raise ValueError("stop strings must be non-empty")
         logits, st = self.prefill(prompt_tokens, state)
+        return self.decode_from(logits, st, max_new_tokens=max_new_tokens, stop=stop, keep_state=keep_state)
+
+    def decode_from(self, logits: torch.Tensor, st: list, *, max_new_tokens: int,
+                    stop: Sequence[str] = ("\n",), keep_state: bool = True) -> Generation:
+        """Greedy decoding from the logits and state after a prompt (`st` is consumed: pass a
+        copy). The rules are generate()'s."""
+        if max_new_tokens < 0:
+            raise ValueError("max_new_tokens must be >= 0")
+        if any(not s for s in stop):
+            raise ValueError("stop strings must be non-empty")
         out: list[int] = []
         reason, text = MAX_NEW_TOKENS, ""
         while len(out) < max_new_tokens:

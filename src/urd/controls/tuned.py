@@ -74,21 +74,18 @@ def state_with_wkv(backbone, wkv_flat: np.ndarray) -> list[torch.Tensor]:
 
 class TunedStateSystem(MemorySystem):
     """consolidate: the provider's tuned state for this transcript, packed to the budget (None:
-    all of it); its training tokens are declared. answer: restore it and answer from it."""
+    all of it); its training tokens are declared. context: restore it; session B starts there."""
 
     def __init__(self, backbone, provider: TunedStateProvider, name: str, out_of_contract: bool = False):
         super().__init__(backbone, {})
         self.provider, self.name, self.out_of_contract = provider, name, bool(out_of_contract)
-        self.size = int(np.prod(wkv_shape(backbone.layout)))
-        self._restored: tuple[str, list] | None = None
+        self.size = int(np.prod(wkv_shape(self.backbone.layout)))
 
     def consolidate(self, transcript, budget_bytes):
         tuned = as_tuned(self.provider(transcript), self.backbone.layout, f"{self.name} tuned state")
         self.declare_tokens(tuned.trained_tokens)
         return pack_topk(tuned.wkv.ravel(), budget_bytes)
 
-    def answer(self, fiche, query, header):
+    def context(self, fiche, header):
         digest = hashlib.sha256(fiche).hexdigest()
-        if self._restored is None or self._restored[0] != digest:
-            self._restored = (digest, state_with_wkv(self.backbone, unpack_topk(fiche, self.size)))
-        return self.answer_from_state(self._restored[1], ("tuned", digest), query, header)
+        return self.state_context(state_with_wkv(self.backbone, unpack_topk(fiche, self.size)), ("tuned", digest), header)

@@ -1,8 +1,9 @@
 """Answering queries from a shared context without prefilling it twice.
 
-The context (a transcript, or a header and a fiche, or a restored state) is prefilled once; each
-query starts from a clone of the state after it. Context and query are tokenized separately, so
-the boundary between them is the same whatever the query.
+The context (a transcript, or a header and a fiche, or a restored state) is prefilled once; the
+queries start from the state after it. Context and query are tokenized separately, so the
+boundary between them is the same whatever the query. ask_all decodes every query together
+(urd.backbone.batch); ask decodes one alone (the sequential path, kept as the reference).
 """
 
 from __future__ import annotations
@@ -15,6 +16,23 @@ from dataclasses import dataclass
 class Decode:
     max_new_tokens: int
     stop: tuple[str, ...] = ("\n",)
+
+
+def context_state(handle, text: str, state=None):
+    """The state after `text` read from `state` (None: the zero state; returned as None when
+    there is no text either)."""
+    if text:
+        return handle.prefill(handle.tokenizer.encode(text), state)[1]
+    return handle.clone_state(state) if state is not None else None
+
+
+def answer_groups(handle, contexts: list[tuple[str, object]], queries: list[list[str]], decode: Decode) -> list[list[str]]:
+    """Every query of every context, decoded in one batch: contexts[i] = (text, state) and
+    queries[i] its queries. Each context is prefilled once."""
+    enc = handle.tokenizer.encode
+    groups = [(context_state(handle, text, state), [enc(q) for q in qs]) for (text, state), qs in zip(contexts, queries)]
+    gens = handle.generate_groups(groups, max_new_tokens=decode.max_new_tokens, stop=decode.stop)
+    return [[g.text for g in gs] for gs in gens]
 
 
 class ContextAnswerer:
@@ -35,6 +53,15 @@ class ContextAnswerer:
         else:
             self._logits, self._state = None, self.backbone.clone_state(state) if state is not None else None
         self._key = key
+
+    def ask_all(self, queries: list[str], decode: Decode) -> list[str]:
+        """Every query from the context, decoded in one batch."""
+        if not queries:
+            return []
+        prompts = [self.backbone.tokenizer.encode(q) for q in queries]
+        gens = self.backbone.generate_batch(prompts, self._state, max_new_tokens=decode.max_new_tokens,
+                                            stop=decode.stop)
+        return [g.text for g in gens]
 
     def ask(self, query: str, decode: Decode) -> str:
         tokens = self.backbone.tokenizer.encode(query)

@@ -31,11 +31,18 @@ class Consolidation:
         return asdict(self)
 
 
+def exact_bytes(where: str, fiche) -> bytes:
+    """The bytes that will cross, read from the object's buffer: a bytes subclass cannot make
+    itself lighter (len()) or other (__bytes__) than what it holds."""
+    if not isinstance(fiche, (bytes, bytearray)):
+        raise BudgetViolation(f"{where}: consolidate() must return bytes, got {type(fiche).__name__}")
+    return bytes(memoryview(fiche))
+
+
 def check(system: str, episode: int, fiche, budget: int | None, declared: int, metered: int,
           transcript_tokens: int, factor: int, out_of_contract: bool) -> Consolidation:
     where = f"system {system!r}, episode {episode}"
-    if not isinstance(fiche, (bytes, bytearray)):
-        raise BudgetViolation(f"{where}: consolidate() must return bytes, got {type(fiche).__name__}")
+    fiche = exact_bytes(where, fiche)
     if not isinstance(declared, int) or declared < 0:
         raise BudgetViolation(f"{where}: declared consolidation tokens must be a non-negative int, got {declared!r}")
     if budget is not None and len(fiche) > budget:

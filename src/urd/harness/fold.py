@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from ..errors import InputError
 from .scoring import episode_scores, judge_t1, judge_t2
 
 DIGITS = 6
@@ -94,6 +95,30 @@ def fold_cell(task: str, control: list[dict], records: list[dict]) -> dict:
     return cell
 
 
+def _queries(records: list[dict]) -> dict[int, list[str]]:
+    eps: dict[int, list[str]] = defaultdict(list)
+    for r in records:
+        eps[r["episode"]].append(r["query_id"])
+    return {e: sorted(q) for e, q in eps.items()}
+
+
+def check_matches_control(label: str, records: list[dict], control: list[dict]) -> None:
+    """A cell folds only against the same episodes and queries as its control, each once."""
+    ids = [r["query_id"] for r in records]
+    if len(ids) != len(set(ids)):
+        dup = next(q for q in ids if ids.count(q) > 1)
+        raise InputError(label, "query_id", "each query once", f"{dup} more than once")
+    mine, theirs = _queries(records), _queries(control)
+    if sorted(mine) != sorted(theirs):
+        raise InputError(label, "episodes", f"the control's episodes {sorted(theirs)}", sorted(mine))
+    for e in theirs:
+        if mine[e] != theirs[e]:
+            missing = sorted(set(theirs[e]) - set(mine[e]))
+            extra = sorted(set(mine[e]) - set(theirs[e]))
+            raise InputError(label, f"episode {e}", "the control's queries",
+                             f"{len(missing)} missing ({' '.join(missing[:3])}), {len(extra)} extra ({' '.join(extra[:3])})")
+
+
 def fold(responses: dict[tuple, list[dict]]) -> dict:
     """responses: {("control", task, None) or (system, task, split): records} -> figures."""
     controls = {task: recs for (system, task, split), recs in responses.items() if system == "control"}
@@ -102,7 +127,8 @@ def fold(responses: dict[tuple, list[dict]]) -> dict:
         if system == "control":
             continue
         if task not in controls:
-            raise ValueError(f"{system}/{task}/{split}: no control responses for {task}")
+            raise InputError(f"{system}/{task}/{split}", "control", f"the control responses of {task}")
+        check_matches_control(f"{system}/{task}/{split}/responses.jsonl", recs, controls[task])
         out["cells"].setdefault(system, {}).setdefault(task, {})[split] = fold_cell(task, controls[task], recs)
     return out
 

@@ -1,8 +1,16 @@
-"""Run one cell of the benchmark: the in-session control, or one system on one split.
+"""The three steps of a benchmark cell, each its own job in the workflow.
 
-Every query produces one record (the responses.jsonl line): episode, query id, kind, prompt
-digest, raw response, parsed answer, expected answer, verdict, and for session B the weighed
-consolidation of its episode. Progress goes to stderr, one line per episode.
+1. consolidate_cell (session A): each episode's transcript -> a fiche, weighed by the contract on
+   its real bytes; the fiche records are the only thing session B receives.
+2. answer_cell / answer_control (session B / the in-session control): raw replies, every query
+   of an episode decoded in one batch from the context state. The answering side reads the task
+   header, the fiche and the query prompts, nothing else.
+3. judge_cell: raw replies joined with the expected answers -> the responses.jsonl records
+   (episode, query id, kind, prompt digest, raw response, parsed, expected, verdict, and the
+   weighed consolidation of the episode).
+
+run_control and run_system chain them in one process, for the controls and the tests; the
+workflow runs each step in its own process, so nothing but the fiche file crosses.
 """
 
 from __future__ import annotations
@@ -12,8 +20,10 @@ import sys
 import time
 
 from ..backbone.tokenizer import count_tokens
-from . import contract
-from .context import ContextAnswerer, Decode
+from ..errors import InputError
+from . import contract, fiches
+from .context import Decode, answer_groups
+from .handle import ModelHandle
 from .scoring import judge_t1, judge_t2
 
 
@@ -21,75 +31,180 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _progress(label: str, i: int, n: int, what: str, started: float) -> None:
+    print(f"[{label}] episode {i + 1}/{n} {what}, {time.monotonic() - started:.1f}s", file=sys.stderr, flush=True)
+
+
+def as_handle(backbone) -> ModelHandle:
+    return backbone if isinstance(backbone, ModelHandle) else ModelHandle(backbone)
+
+
+# --- 1. session A ------------------------------------------------------------------------------
+def consolidate_cell(system, task: str, sessions: list[dict], split: str, budget: int | None,
+                     factor: int, label: str | None = None) -> list[dict]:
+    """One fiche record per episode. The handle the system was built with meters its tokens."""
+    from ..systems.base import MemorySystem
+
+    label = label or f"{system.name}/{task}/{split}"
+    handle, started = system.backbone, time.monotonic()
+    if not isinstance(handle, ModelHandle):
+        raise TypeError("a system must be built on a ModelHandle (MemorySystem.__init__ does it)")
+    where = [f"system {system.name!r}, episode {ep['episode']}" for ep in sessions]
+    transcripts = [ep["transcript"] for ep in sessions]
+    for t in transcripts:  # read as its own state, from the prefill job's file or on first use
+        handle.cache_prefix(handle.tokenizer.encode(t))
+    results = []  # (fiche, declared, metered) per episode
+    if type(system).consolidate_batch is not MemorySystem.consolidate_batch:
+        handle.scoped_tokens()
+        before = handle.tokens_processed
+        try:
+            batch = system.consolidate_batch(transcripts, budget)
+        except contract.BudgetViolation as exc:
+            raise contract.BudgetViolation(f"{where[0].rsplit(',', 1)[0]}: {exc}") from None
+        if len(batch) != len(sessions):
+            raise InputError(f"system {system.name}", "consolidate_batch", f"{len(sessions)} (fiche, tokens) pairs", len(batch))
+        scoped = {i: n for i, n in handle.scoped_tokens().items() if i in range(len(sessions))}
+        # tokens no episode's scope took count against every episode: nothing hides there
+        loose = handle.tokens_processed - before - sum(scoped.values())
+        results = [(fiche, declared, scoped.get(i, 0) + loose) for i, (fiche, declared) in enumerate(batch)]
+        _progress(label, len(sessions) - 1, len(sessions), "consolidated (one batch)", started)
+    else:
+        for i, transcript in enumerate(transcripts):
+            system.declared_tokens = 0
+            before = handle.tokens_processed
+            try:
+                fiche = system.consolidate(transcript, budget)
+            except contract.BudgetViolation as exc:
+                raise contract.BudgetViolation(f"{where[i]}: {exc}") from None
+            results.append((fiche, system.declared_tokens, handle.tokens_processed - before))
+            _progress(label, i, len(sessions), "consolidated", started)
+    out = []
+    for ep, w, (fiche, declared, metered) in zip(sessions, where, results):
+        fiche = contract.exact_bytes(w, fiche)
+        weighed = contract.check(system.name, ep["episode"], fiche, budget, declared, metered,
+                                 count_tokens(ep["transcript"]), factor, bool(system.out_of_contract))
+        out.append(fiches.record(system.name, task, split, ep["episode"], fiche, weighed))
+    return out
+
+
+# --- 2. session B and the control ----------------------------------------------------------
+def answer_cell(system, sessions: list[dict], fiche_records: list[tuple[dict, bytes]], decode: Decode,
+                label: str | None = None) -> list[dict]:
+    """Raw replies of a system that starts each episode from its fiche alone. A system with a
+    context() has every query of the cell decoded in one batch; one with its own answer() is
+    asked episode by episode."""
+    label = label or system.name
+    by_episode = {rec["episode"]: (rec, fiche) for rec, fiche in fiche_records}
+    system.decode = decode
+    for ep in sessions:
+        if ep["episode"] not in by_episode:
+            raise InputError("fiches", f"episode {ep['episode']}", "a fiche for every answered episode", "none")
+    started = time.monotonic()
+    prompts = [[q["prompt"] for q in ep["queries"]] for ep in sessions]
+    contexts = [system.context(by_episode[ep["episode"]][1], ep["header"]) for ep in sessions]
+    if all(c is not None for c in contexts):
+        replies = answer_groups(system.backbone, [(c.text, c.state) for c in contexts], prompts, decode)
+        _progress(label, len(sessions) - 1, len(sessions), f"answered ({sum(map(len, prompts))} queries in one batch)", started)
+    else:
+        replies = []
+        for i, (ep, ps) in enumerate(zip(sessions, prompts)):
+            replies.append(system.answer_all(by_episode[ep["episode"]][1], ps, ep["header"]))
+            _progress(label, i, len(sessions), f"answered ({len(ps)} queries)", started)
+    out = []
+    for ep, ps, rs in zip(sessions, prompts, replies):
+        if len(rs) != len(ps) or not all(isinstance(r, str) for r in rs):
+            raise InputError(f"system {system.name}", "answer_all", f"{len(ps)} str replies", rs)
+        sha = by_episode[ep["episode"]][0]["fiche_sha256"]
+        for q, reply in zip(ep["queries"], rs):
+            seen = f"{ep['header']}\n[fiche {sha}]\n{q['prompt']}"
+            out.append({"episode": ep["episode"], "query_id": q["id"], "prompt_sha256": _digest(seen),
+                        "response": reply})
+    return out
+
+
+def answer_control(backbone, sessions_a: list[dict], sessions_b: list[dict], decode: Decode,
+                   label: str = "control") -> list[dict]:
+    """Score A's raw replies: the transcript and the queries in one context, no boundary; every
+    query of the cell decoded in one batch."""
+    handle = as_handle(backbone)
+    transcripts = {ep["episode"]: ep["transcript"] for ep in sessions_a}
+    for t in transcripts.values():
+        handle.cache_prefix(handle.tokenizer.encode(t))
+    started = time.monotonic()
+    contexts = [(transcripts[ep["episode"]], None) for ep in sessions_b]
+    replies = answer_groups(handle, contexts, [[q["prompt"] for q in ep["queries"]] for ep in sessions_b], decode)
+    out = []
+    for ep, rs in zip(sessions_b, replies):
+        context = transcripts[ep["episode"]]
+        for q, reply in zip(ep["queries"], rs):
+            out.append({"episode": ep["episode"], "query_id": q["id"], "prompt_sha256": _digest(context + q["prompt"]),
+                        "response": reply})
+    _progress(label, len(sessions_b) - 1, len(sessions_b), f"answered ({len(out)} queries in one batch)", started)
+    return out
+
+
+# --- 3. judging --------------------------------------------------------------------------------
 def judge(task: str, episode: dict, query: dict, reply: str) -> dict:
     if task == "t1":
         return judge_t1(query, reply)
     return judge_t2(query, reply, episode["rule"]["marker"])
 
 
-def _record(task, episode, query, prompt, reply, extra) -> dict:
-    expected = query["expected"]
-    rec = {
-        "task": task,
-        "episode": episode["episode"],
-        "query_id": query["id"],
-        "kind": query["kind"],
-        "prompt_sha256": _digest(prompt),
-        "response": reply,
-        "expected": expected,
-        **judge(task, episode, query, reply),
-        **extra,
-    }
-    if task == "t2":
-        rec["marker"] = episode["rule"]["marker"]
-    return rec
-
-
-def _progress(label: str, i: int, n: int, nq: int, started: float) -> None:
-    print(f"[{label}] episode {i + 1}/{n} done ({nq} queries), {time.monotonic() - started:.1f}s", file=sys.stderr, flush=True)
-
-
-def run_control(backbone, task: str, episodes: list[dict], decode: Decode, label="control") -> list[dict]:
-    """Score A: the transcript and each query in one context, no boundary."""
-    answerer = ContextAnswerer(backbone)
-    out, started = [], time.monotonic()
-    for i, ep in enumerate(episodes):
-        context = ep["transcript"]
-        answerer.set_context(context)
-        for q in ep["queries"]:
-            reply = answerer.ask(q["prompt"], decode)
-            out.append(_record(task, ep, q, context + q["prompt"], reply, {"system": "control", "split": None}))
-        _progress(label, i, len(episodes), len(ep["queries"]), started)
+def judge_cell(task: str, episodes: list[dict], raw: list[dict], fiche_records: list[dict] | None = None,
+               system: str = "control", split: str | None = None, source: str = "raw replies") -> list[dict]:
+    """responses.jsonl records: every query of `episodes` exactly once, judged against the data.
+    A missing, duplicated or unknown reply is an error naming `source` and the query."""
+    replies: dict[str, dict] = {}
+    for r in raw:
+        if r["query_id"] in replies:
+            raise InputError(source, f"query {r['query_id']}", "one reply per query", "a duplicate")
+        replies[r["query_id"]] = r
+    wanted = [(ep, q) for ep in episodes for q in ep["queries"]]
+    missing = [q["id"] for _, q in wanted if q["id"] not in replies]
+    if missing:
+        raise InputError(source, "query_id", f"a reply to each of the {len(wanted)} evaluated queries",
+                         f"{len(missing)} missing (first: {missing[0]})")
+    extra = sorted(set(replies) - {q["id"] for _, q in wanted})
+    if extra:
+        raise InputError(source, "query_id", "only the evaluated queries", f"{len(extra)} others (first: {extra[0]})")
+    weighed = {}
+    if fiche_records is not None:
+        weighed = {rec["episode"]: rec for rec in fiche_records}
+    out = []
+    for ep, q in wanted:
+        r = replies[q["id"]]
+        if r["episode"] != ep["episode"]:
+            raise InputError(source, f"query {q['id']}: episode", ep["episode"], r["episode"])
+        rec = {"task": task, "episode": ep["episode"], "query_id": q["id"], "kind": q["kind"],
+               "prompt_sha256": r["prompt_sha256"], "response": r["response"], "expected": q["expected"],
+               **judge(task, ep, q, r["response"]), "system": system, "split": split}
+        if fiche_records is not None:
+            if ep["episode"] not in weighed:
+                raise InputError("fiches", f"episode {ep['episode']}", "a fiche record", "none")
+            w = weighed[ep["episode"]]
+            rec.update({k: w[k] for k in fiches.FIELDS if k not in ("fiche_b64", "system", "task", "split", "episode")})
+        if task == "t2":
+            rec["marker"] = ep["rule"]["marker"]
+        out.append(rec)
     return out
+
+
+# --- in one process (controls, tests) ----------------------------------------------------------
+def run_control(backbone, task: str, episodes: list[dict], decode: Decode, label="control") -> list[dict]:
+    from ..tasks import views
+
+    raw = answer_control(backbone, [views.session_a(e) for e in episodes],
+                         [views.session_b(e) for e in episodes], decode, label)
+    return judge_cell(task, episodes, raw)
 
 
 def run_system(backbone, system, task: str, episodes: list[dict], split: str, budget: int | None,
                factor: int, decode: Decode, label: str | None = None) -> list[dict]:
-    """Score B: consolidate in session A, cross the boundary with the fiche alone, answer in B."""
+    """All three steps in this process (the workflow runs them as separate jobs)."""
+    from ..tasks import views
+
     label = label or f"{system.name}/{task}/{split}"
-    out, started = [], time.monotonic()
-    system.decode = decode
-    for i, ep in enumerate(episodes):
-        transcript = ep["transcript"]
-        system.declared_tokens = 0
-        before = backbone.tokens_processed
-        fiche = system.consolidate(transcript, budget)
-        metered = backbone.tokens_processed - before
-        weighed = contract.check(
-            system.name, ep["episode"], fiche, budget, system.declared_tokens, metered,
-            count_tokens(transcript), factor, bool(system.out_of_contract),
-        )
-        fiche = bytes(fiche)
-        # The boundary: from here on only `fiche` (and the task header) reach the system.
-        extra = {
-            "system": system.name,
-            "split": split,
-            "fiche_sha256": hashlib.sha256(fiche).hexdigest(),
-            **weighed.as_record(),
-        }
-        for q in ep["queries"]:
-            reply = system.answer(fiche, q["prompt"], ep["header"])
-            seen = f"{ep['header']}\n[fiche {extra['fiche_sha256']}]\n{q['prompt']}"
-            out.append(_record(task, ep, q, seen, reply, extra))
-        _progress(label, i, len(episodes), len(ep["queries"]), started)
-    return out
+    recs = consolidate_cell(system, task, [views.session_a(e) for e in episodes], split, budget, factor, label)
+    crossing = [(r, fiches.read_one(r)) for r in recs]
+    raw = answer_cell(system, [views.session_b(e) for e in episodes], crossing, decode, label)
+    return judge_cell(task, episodes, raw, recs, system.name, split)

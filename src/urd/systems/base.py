@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..harness.context import ContextAnswerer, Decode
+from ..harness.handle import ModelHandle
+
+
+@dataclass(frozen=True)
+class Context:
+    """Where session B starts for every query of an episode: `text` prefilled from `state`
+    (None: the zero state). `key` names the context so it is prefilled once, not per query."""
+
+    text: str
+    state: list | None = None
+    key: tuple | None = None
 
 
 class MemorySystem:
@@ -12,19 +25,24 @@ class MemorySystem:
       Declare every token the consolidation processes with declare_tokens(); the harness also
       meters the backbone and fails a system that declares fewer than it used.
     - answer(fiche, query, header) -> str: the reply, from the fiche alone (a fresh context).
+      Or, instead of answer(), context(fiche, header) -> Context: where session B starts; the
+      harness then decodes every query of a cell together, which is much faster than one at
+      a time.
     Set out_of_contract = True for a diagnostic that may exceed the token cap: it is measured
     and labelled, never ranked.
+
+    `self.backbone` is a metered ModelHandle (urd.harness.handle), never the raw model.
     """
 
     name = "unnamed"
     out_of_contract = False
 
     def __init__(self, backbone, settings: dict | None = None):
-        self.backbone = backbone
+        self.backbone = backbone if isinstance(backbone, ModelHandle) else ModelHandle(backbone)
         self.settings = settings or {}
         self.declared_tokens = 0
         self.decode = Decode(max_new_tokens=16)
-        self._answerer = ContextAnswerer(backbone)
+        self._answerer = ContextAnswerer(self.backbone)
 
     def declare_tokens(self, n: int) -> None:
         self.declared_tokens += int(n)
@@ -32,17 +50,46 @@ class MemorySystem:
     def consolidate(self, transcript: str, budget_bytes: int | None) -> bytes:
         raise NotImplementedError
 
+    def consolidate_batch(self, transcripts: list[str], budget_bytes: int | None) -> list[tuple[bytes, int]] | None:
+        """Optional: every episode of a cell at once, as (fiche, declared tokens) per transcript.
+        The model work must go through generate_groups(..., scopes=episode indices) so the
+        handle meters each episode apart; tokens it cannot attribute count against every
+        episode. None (the default): the harness calls consolidate() episode by episode."""
+        return None
+
+    def context(self, fiche: bytes, header: str) -> Context | None:
+        return None
+
     def answer(self, fiche: bytes, query: str, header: str) -> str:
-        raise NotImplementedError
+        if self.context(fiche, header) is None:
+            raise NotImplementedError(f"{type(self).__name__} implements neither answer() nor context()")
+        return self.answer_all(fiche, [query], header)[0]
+
+    def answer_all(self, fiche: bytes, queries: list[str], header: str) -> list[str]:
+        """Every query of an episode from one fiche: in one batch from context(), or, for a
+        system that defines answer() instead, one query at a time."""
+        ctx = self.context(fiche, header)
+        if ctx is None:
+            return [self.answer(fiche, q, header) for q in queries]
+        self._answerer.set_context(ctx.text, state=ctx.state, key=ctx.key)
+        return self._answerer.ask_all(queries, self.decode)
 
     # Helpers for systems whose fiche is text read back into the context.
+    @staticmethod
+    def text_context(text: str, header: str) -> Context:
+        return Context(f"{header}\n{text}\n" if text else f"{header}\n")
+
+    @staticmethod
+    def state_context(state, key, header: str) -> Context:
+        return Context(f"{header}\n", state, (*key, header))
+
     def answer_from_text(self, text: str, query: str, header: str) -> str:
-        context = f"{header}\n{text}\n" if text else f"{header}\n"
-        self._answerer.set_context(context)
+        self._answerer.set_context(self.text_context(text, header).text)
         return self._answerer.ask(query, self.decode)
 
     def answer_from_state(self, state, key, query: str, header: str) -> str:
-        self._answerer.set_context(f"{header}\n", state=state, key=key)
+        ctx = self.state_context(state, key, header)
+        self._answerer.set_context(ctx.text, state=ctx.state, key=ctx.key)
         return self._answerer.ask(query, self.decode)
 
     def prefill_transcript(self, transcript: str):

@@ -30,6 +30,6 @@ class GzipTail(MemorySystem):
     def consolidate(self, transcript, budget_bytes):
         return longest_fitting_tail(transcript, budget_bytes)
 
-    def answer(self, fiche, query, header):
+    def context(self, fiche, header):
         text = gzip.decompress(fiche).decode("utf-8") if fiche else ""
-        return self.answer_from_text(text.strip("\n"), query, header)
+        return self.text_context(text.strip("\n"), header)

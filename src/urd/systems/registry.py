@@ -36,13 +36,16 @@ def resolve(name: str, plugins: dict | None = None, source: str = "config") -> t
         cls = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
         raise InputError(source, f"plugins.{name}", "'module:Class' naming an importable class", f"{target} ({exc})") from None
-    missing = [m for m in ("consolidate", "answer") if not callable(getattr(cls, m, None))]
-    if not isinstance(cls, type) or missing or (issubclass(cls, MemorySystem) and any(
-        getattr(cls, m) is getattr(MemorySystem, m) for m in ("consolidate", "answer")
-    )):
+    def own(m):  # implemented by the class, not inherited from MemorySystem's placeholders
+        return callable(getattr(cls, m, None)) and getattr(cls, m) is not getattr(MemorySystem, m, None)
+
+    if not isinstance(cls, type) or not issubclass(cls, MemorySystem) or not own("consolidate") or not (
+        own("answer") or own("context")
+    ):
         raise InputError(
             source, f"plugins.{name}" if name in (plugins or {}) else f"systems.{name}",
-            "a class implementing consolidate(transcript, budget_bytes) and answer(fiche, query, header)", target,
+            "a MemorySystem subclass implementing consolidate(transcript, budget_bytes) and "
+            "answer(fiche, query, header) (or context(fiche, header))", target,
         )
     return cls
 

@@ -54,9 +54,9 @@ class Replay(MemorySystem):
 
         return state_with_wkv(self.backbone, unpack_topk(fiche, int(np.prod(self.state_shape))))
 
-    def answer(self, fiche, query, header):
+    def context(self, fiche, header):
         key = ("replay", hashlib.sha256(fiche).hexdigest())
-        return self.answer_from_state(self.state_from_fiche(fiche), key, query, header)
+        return self.state_context(self.state_from_fiche(fiche), key, header)
 
 
 class ReplayTune(Replay):

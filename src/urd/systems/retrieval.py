@@ -39,5 +39,5 @@ class Retrieval(MemorySystem):
     def consolidate(self, transcript, budget_bytes):
         return pack_lines(ranked_lines(transcript), budget_bytes)
 
-    def answer(self, fiche, query, header):
-        return self.answer_from_text(fiche.decode("utf-8"), query, header)
+    def context(self, fiche, header):
+        return self.text_context(fiche.decode("utf-8"), header)

@@ -18,8 +18,7 @@ class StateCarry(MemorySystem):
         flat = np.frombuffer(self.backbone.state_to_bytes(state), dtype="<f4")
         return pack_topk(flat, budget_bytes)
 
-    def answer(self, fiche, query, header):
+    def context(self, fiche, header):
         flat = unpack_topk(fiche, self.backbone.layout.n_floats)
         state = self.backbone.state_from_bytes(flat.astype("<f4").tobytes())
-        key = ("state", hashlib.sha256(fiche).hexdigest())
-        return self.answer_from_state(state, key, query, header)
+        return self.state_context(state, ("state", hashlib.sha256(fiche).hexdigest()), header)

@@ -9,5 +9,5 @@ class Vanilla(MemorySystem):
     def consolidate(self, transcript, budget_bytes):
         return b""
 
-    def answer(self, fiche, query, header):
-        return self.answer_from_text("", query, header)
+    def context(self, fiche, header):
+        return self.text_context("", header)

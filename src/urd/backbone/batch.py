@@ -1,0 +1,237 @@
+"""Batched greedy decoding: all queries of a cell answered together, in lockstep.
+
+The sequential decoder (`Backbone.generate`) streams every weight matrix from memory once per
+token per query; here B rows share each read. `forward_batch` is the package's `forward_one`
+(RWKV_x070_TMix_one / CMix_one, non-DeepEmbed) with a leading batch dimension, over the
+package model's own weights. `generate_groups` takes several contexts (a state and its
+prompts each: the episodes of a cell), prefills each context's common prompt prefix once, then
+steps every row of every context one token at a time (its next prompt token, then its last
+generated token) and stops each row by exactly `Backbone.generate`'s rules.
+
+Numerics: the operations are the package's, except that the WKV update multiplies the state
+by its rank-1 term as two matrix-vector products where the package forms the N x N matrix
+(N^2 instead of N^3 operations); a [B, C] @ [C, D] product may also round differently from a
+[C] @ [C, D] one, and the prompt's tail goes token by token here where `generate` runs it
+through `forward_seq`. Logits agree to ~1e-5; a greedy token can only differ on a near-tie,
+which tests/test_backbone_batch.py and benchmarks/rung1_cpu.py count against the sequential
+decoder.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+import torch.nn.functional as F
+
+from ..errors import UrdError
+from .adapter import END, MAX_NEW_TOKENS, STOP, Generation
+from .tokenizer import END_OF_TEXT
+
+_ATT = ("x_r", "x_w", "x_k", "x_v", "x_a", "x_g", "w0", "w1", "w2", "a0", "a1", "a2", "v0", "v1",
+        "v2", "g1", "g2", "k_k", "k_a", "r_k", "receptance.weight", "key.weight", "value.weight",
+        "output.weight", "ln_x.weight", "ln_x.bias")
+
+
+def _tmix(inplace: bool, layer_id: int, H: int, N: int, x, x_prev, v_first, state, x_r, x_w, x_k, x_v, x_a,
+          x_g, w0, w1, w2, a0, a1, a2, v0, v1, v2, g1, g2, k_k, k_a, r_k, R_, K_, V_, O_, ln_w,
+          ln_b):
+    """RWKV_x070_TMix_one over rows: x, x_prev, v_first [B, C]; state [B, H, N, N] fp32."""
+    B = x.shape[0]
+    xx = x_prev - x
+    xr, xw, xk = x + xx * x_r, x + xx * x_w, x + xx * x_k
+    xv, xa, xg = x + xx * x_v, x + xx * x_a, x + xx * x_g
+
+    r = xr @ R_
+    w = torch.tanh(xw @ w1) @ w2
+    k = xk @ K_
+    v = xv @ V_
+    a = torch.sigmoid(a0 + (xa @ a1) @ a2)
+    g = torch.sigmoid(xg @ g1) @ g2
+
+    kk = F.normalize((k * k_k).view(B, H, N), dim=-1, p=2.0).view(B, H * N)
+    k = k * (1 + (a - 1) * k_a)
+    if layer_id == 0:
+        v_first = v
+    else:
+        v = v + (v_first - v) * torch.sigmoid(v0 + (xv @ v1) @ v2)
+    w = torch.exp(-0.606531 * torch.sigmoid((w0 + w).float()))  # 0.606531 = exp(-0.5)
+
+    # The package multiplies the state by the rank-1 matrix (-kk)(kk*a)^T as a full N x N
+    # product and reads the new state again for the output. Here both products come from one
+    # pass over the old state S: with b = kk*a,
+    #   S' = S diag(w) + (S (-kk)) b^T + v k^T   and   S' r = S (w*r) + (S (-kk)) (b.r) + v (k.r),
+    # N^2 work where the package does N^3 (it rounds differently: see the module note). The B x H
+    # N x N states are most of the memory a step touches, so nothing else allocates one, and with
+    # `inplace` (the caller owns the state) not even the update does.
+    b = (kk * a).float().view(B, H, N)
+    rf, kf, vf = r.float().view(B, H, N), k.float().view(B, H, N), v.float().view(B, H, N)
+    prod = state @ torch.stack((-kk.float().view(B, H, N), w.view(B, H, N) * rf), dim=-1)  # [B, H, N, 2]
+    sa, y = prod[..., :1], prod[..., 1]
+    y = y + sa.squeeze(-1) * (b * rf).sum(-1, keepdim=True) + vf * (kf * rf).sum(-1, keepdim=True)
+    state = state.mul_(w.view(B, H, 1, N)) if inplace else state * w.view(B, H, 1, N)
+    state.addcmul_(sa, b.view(B, H, 1, N))
+    state.addcmul_(vf.view(B, H, N, 1), kf.view(B, H, 1, N))
+    xx = y.to(dtype=x.dtype)
+
+    xx = F.group_norm(xx.view(B, H * N), num_groups=H, weight=ln_w, bias=ln_b, eps=64e-5)
+    xx = xx + ((r * k * r_k).view(B, H, N).sum(dim=-1, keepdim=True) * v.view(B, H, N)).view(B, H * N)
+    return (xx * g) @ O_, x, state, v_first
+
+
+def _cmix(x, x_prev, x_k, K_, V_):
+    """RWKV_x070_CMix_one over rows: x, x_prev [B, C]."""
+    xx = x_prev - x
+    k = x + xx * x_k
+    k = torch.relu(k @ K_) ** 2
+    return k @ V_, x
+
+
+@torch.no_grad()
+def forward_batch(model, tokens: torch.Tensor, state: list, rows: torch.Tensor | None = None, *,
+                  inplace: bool = False):
+    """One token for each of B rows, each from its own state.
+
+    tokens: [B] int64; state: the package's 3 * n_layer slots, each with a leading [B] dim (see
+    `stack_state`); rows: indices of the rows whose logits are wanted (None = all). Returns
+    (logits [len(rows), vocab] fp32, or None when no row wants them; the new state). Neither
+    `state` nor its tensors are modified, unless `inplace` (the WKV matrices are then updated
+    where they are: for a caller that owns them and drops the old state)."""
+    z, H, N, C = model.z, int(model.n_head), int(model.head_size), int(model.n_embd)
+    x = z["emb.weight"][tokens]
+    v_first = torch.empty_like(x)
+    new_state = list(state)
+    for i in range(int(model.n_layer)):
+        bbb, att, ffn = f"blocks.{i}.", f"blocks.{i}.att.", f"blocks.{i}.ffn."
+        xx = F.layer_norm(x, (C,), weight=z[bbb + "ln1.weight"], bias=z[bbb + "ln1.bias"])
+        xx, new_state[3 * i], new_state[3 * i + 1], v_first = _tmix(
+            inplace, i, H, N, xx, state[3 * i], v_first, state[3 * i + 1], *(z[att + k] for k in _ATT))
+        x = x + xx
+        xx = F.layer_norm(x, (C,), weight=z[bbb + "ln2.weight"], bias=z[bbb + "ln2.bias"])
+        xx, new_state[3 * i + 2] = _cmix(xx, state[3 * i + 2], z[ffn + "x_k"], z[ffn + "key.weight"],
+                                         z[ffn + "value.weight"])
+        x = x + xx
+    if rows is not None:
+        if rows.numel() == 0:
+            return None, new_state
+        if rows.numel() < x.shape[0]:
+            x = x[rows]
+    # the head (C x vocab) is most of a step's cost: only the rows that pick a token pay for it
+    x = F.layer_norm(x, (C,), weight=z["ln_out.weight"], bias=z["ln_out.bias"])
+    return (x @ z["head.weight"]).float(), new_state
+
+
+def stack_state(state: list, n: int) -> list:
+    """n copies of one state as batched slots [n, ...] (always fresh memory)."""
+    return [t.repeat(n, *(1,) * t.dim()) for t in state]
+
+
+def _common_prefix(rows: list[list[int]]) -> int:
+    """Length of the longest common prefix, leaving every row at least one token to step."""
+    limit = min(len(r) for r in rows) - 1
+    n = 0
+    while n < limit and all(r[n] == rows[0][n] for r in rows):
+        n += 1
+    return n
+
+
+def generate_batch(backbone, prompts: Sequence[Sequence[int]], state=None, *, max_new_tokens: int,
+                   stop: Sequence[str] = ("\n",)) -> list[Generation]:
+    """`backbone.generate(p, clone(state), max_new_tokens=..., stop=..., keep_state=False)` for
+    every p in `prompts`, decoded together. Returns one Generation (state=None) per prompt, in
+    order. `state` (None = zero state) is never modified. backbone.tokens_processed grows by the
+    tokens actually forwarded: the common prefix once, then one per active row per step."""
+    return generate_groups(backbone, [(state, prompts)], max_new_tokens=max_new_tokens, stop=stop)[0]
+
+
+def generate_groups(backbone, groups: Sequence[tuple[list | None, Sequence[Sequence[int]]]], *,
+                    max_new_tokens: int, stop: Sequence[str] = ("\n",),
+                    counts: list[int] | None = None) -> list[list[Generation]]:
+    """generate_batch for several contexts at once: each group is (state, prompts), and every
+    row of every group steps in the same batch (more rows a step use the CPU's matrix units
+    better). Returns the Generations group by group, in order. Each group's common prompt prefix
+    is prefilled once from its own state. `counts`, if given, gets each group's forwarded
+    tokens added at its index (so a caller can meter groups apart)."""
+    if max_new_tokens < 0:
+        raise ValueError("max_new_tokens must be >= 0")
+    if any(not s for s in stop):
+        raise ValueError("stop strings must be non-empty")
+    toks_by_group = [[backbone._check_tokens(p) for p in prompts] for _, prompts in groups]
+    for state, _ in groups:
+        if state is not None:
+            backbone.layout.check(state)
+    if max_new_tokens == 0:  # nothing is decoded, so nothing needs forwarding
+        return [[Generation("", (), None, MAX_NEW_TOKENS) for _ in toks] for toks in toks_by_group]
+    # the same prompt from the same context decodes to the same reply: each is decoded once
+    unique_by_group = [[list(u) for u in dict.fromkeys(map(tuple, toks))] for toks in toks_by_group]
+
+    stacks, tails, group_of = [], [], []
+    counts = counts if counts is not None else [0] * len(groups)
+    for g, ((state, _), toks) in enumerate(zip(groups, unique_by_group)):
+        if not toks:
+            continue
+        n_prefix = _common_prefix(toks)
+        counts[g] += n_prefix
+        if n_prefix:
+            _, state = backbone.prefill(toks[0][:n_prefix], state)  # prefill works on a copy
+        elif state is None:
+            state = backbone.zero_state()
+        stacks.append(stack_state(state, len(toks)))
+        tails += [t[n_prefix:] for t in toks]
+        group_of += [g] * len(toks)
+    B, dev = len(tails), backbone.device
+    if B == 0:
+        return [[] for _ in groups]
+    st = [torch.cat(slot) for slot in zip(*stacks)]
+
+    # per active row (tensors so that a step needs no loop over rows): prompt tail (padded),
+    # its length, the last generated token; `ids` maps active rows to prompt indices
+    width = max(len(t) for t in tails)
+    tail = torch.tensor([t + [0] * (width - len(t)) for t in tails], dtype=torch.long, device=dev)
+    tail_len = torch.tensor([len(t) for t in tails], dtype=torch.long, device=dev)
+    last = torch.zeros(B, dtype=torch.long, device=dev)
+    ids = list(range(B))
+    outs: list[list[int]] = [[] for _ in range(B)]
+    results: list[Generation | None] = [None] * B
+
+    step = 0
+    while ids:
+        feed = torch.where(step < tail_len, tail[:, min(step, width - 1)], last)
+        # rows at their last prompt token or past it pick a token after this step
+        want = torch.nonzero(tail_len <= step + 1).flatten()
+        logits, st = forward_batch(backbone.model, feed, st, want, inplace=True)  # st is ours
+        backbone.tokens_processed += len(ids)
+        for i in ids:
+            counts[group_of[i]] += 1
+        step += 1
+        if logits is None:
+            continue
+        if not torch.isfinite(logits).all():
+            raise UrdError("non-finite logits: cannot decode greedily")
+        picked = torch.argmax(logits, dim=-1)  # first maximum: ties go to the lowest id
+        last[want] = picked
+        done = []
+        for row, tok in zip(want.tolist(), picked.tolist()):
+            i = ids[row]
+            outs[i].append(tok)
+            # Backbone.generate's rule, token for token
+            text = backbone.tokenizer.decode(outs[i])
+            cut = min((c for c in (text.find(s) for s in stop) if c >= 0), default=-1)
+            reason = STOP if cut >= 0 else END if tok == END_OF_TEXT else MAX_NEW_TOKENS
+            if reason != MAX_NEW_TOKENS or len(outs[i]) == max_new_tokens:
+                text = text[:cut] if cut >= 0 else text
+                results[i] = Generation(text, tuple(outs[i]), None, reason)
+                done.append(row)
+        if done:  # finished rows leave the batch
+            gone = set(done)
+            keep = torch.tensor([r for r in range(len(ids)) if r not in gone], dtype=torch.long,
+                                device=dev)
+            ids = [ids[r] for r in keep.tolist()]
+            st = [t[keep] for t in st]
+            tail, tail_len, last = tail[keep], tail_len[keep], last[keep]
+    out, at = [], 0
+    for toks, unique in zip(toks_by_group, unique_by_group):
+        reply = {tuple(u): results[at + i] for i, u in enumerate(unique)}
+        out.append([reply[tuple(t)] for t in toks])
+        at += len(unique)
+    return out

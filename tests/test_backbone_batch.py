@@ -1,0 +1,197 @@
+"""Batched greedy decoding against the sequential decoder (Backbone.generate) and the package's
+forward_one: same replies, same logits, same stop rules, honest token count, untouched states."""
+
+import os
+
+import pytest
+import torch
+
+from urd import calibrate
+from urd.backbone.adapter import END, MAX_NEW_TOKENS, STOP, Backbone
+from urd.backbone.batch import forward_batch, generate_batch, stack_state
+from urd.backbone.tiny import write_tiny_checkpoint
+from urd.errors import InputError
+
+EPISODES = (0, 1)
+
+
+@pytest.fixture(scope="module")
+def ckpt(tmp_path_factory):
+    return write_tiny_checkpoint(tmp_path_factory.mktemp("batch") / "tiny.pth", seed=23)
+
+
+@pytest.fixture(scope="module")
+def bb(ckpt):
+    return Backbone.load(ckpt)
+
+
+@pytest.fixture(scope="module")
+def episodes(urd_config):
+    return {(task, i): make(urd_config, i) for task, make in
+            (("t1", calibrate.t1_episode), ("t2", calibrate.t2_episode)) for i in EPISODES}
+
+
+def sequential(bb, prompts, state, **kw):
+    """The reference: one query at a time from a clone of the context, as ContextAnswerer does."""
+    return [bb.generate(p, bb.clone_state(state) if state is not None else None, keep_state=False, **kw)
+            for p in prompts]
+
+
+def state_bytes(bb, state):
+    return bb.state_to_bytes(state)
+
+
+@pytest.mark.parametrize("task", ["t1", "t2"])
+@pytest.mark.parametrize("episode", EPISODES)
+def test_episode_prompts_match_the_sequential_decoder(bb, episodes, task, episode):
+    ep = episodes[(task, episode)]
+    prompts = [bb.tokenizer.encode(q["prompt"]) for q in ep["queries"]]
+    _, after_transcript = bb.prefill(bb.tokenizer.encode(ep["transcript"]))
+    for state in (after_transcript, None):
+        for stop in (("\n",), ()):
+            want = sequential(bb, prompts, state, max_new_tokens=12, stop=stop)
+            got = generate_batch(bb, prompts, state, max_new_tokens=12, stop=stop)
+            assert got == want
+            if not stop:
+                assert all(len(g.tokens) == 12 and g.stop_reason == MAX_NEW_TOKENS for g in got)
+
+
+def test_stop_strings_end_rows_at_different_steps(bb, episodes):
+    """A random model never writes "\\n"; stop strings it does write ("k", "A" in some replies,
+    at different places) make rows stop at different steps and leave the batch while others go
+    on."""
+    ep = episodes[("t1", 0)]
+    prompts = [bb.tokenizer.encode(q["prompt"]) for q in ep["queries"]]
+    _, st = bb.prefill(bb.tokenizer.encode(ep["transcript"]))
+    stop = ("k", "A")
+    want = sequential(bb, prompts, st, max_new_tokens=12, stop=stop)
+    assert {g.stop_reason for g in want} == {STOP, MAX_NEW_TOKENS}
+    assert len({len(g.tokens) for g in want}) >= 3
+    assert generate_batch(bb, prompts, st, max_new_tokens=12, stop=stop) == want
+
+
+def test_end_of_text_ends_a_row(ckpt, episodes):
+    """Token 0 ends a reply. Make the model emit it: head column 0 becomes a slightly louder copy
+    of a token that some reply produces mid-way (both decoders read the same weights)."""
+    bb = Backbone.load(ckpt)  # own copy: the head is edited below
+    ep = episodes[("t2", 0)]
+    prompts = [bb.tokenizer.encode(q["prompt"]) for q in ep["queries"]]
+    tok = sequential(bb, prompts[:1], None, max_new_tokens=12, stop=())[0].tokens[4]
+    head = bb.model.z["head.weight"]
+    head[:, 0] = head[:, tok] * 1.001
+    want = sequential(bb, prompts, None, max_new_tokens=12, stop=("\n",))
+    assert END in {g.stop_reason for g in want} and MAX_NEW_TOKENS in {g.stop_reason for g in want}
+    assert want[0].tokens[-1] == 0 and want[0].stop_reason == END
+    assert generate_batch(bb, prompts, None, max_new_tokens=12, stop=("\n",)) == want
+
+
+def test_ties_go_to_the_lowest_id(ckpt):
+    """A zero head makes every logit exactly 0: greedy must pick id 0 (which then ends the
+    reply), as Backbone.generate does."""
+    bb = Backbone.load(ckpt)
+    bb.model.z["head.weight"].zero_()
+    prompts = [bb.tokenizer.encode("In: a\nOut:"), bb.tokenizer.encode("Q: b?\nA:")]
+    want = sequential(bb, prompts, None, max_new_tokens=4, stop=("\n",))
+    assert [g.tokens for g in want] == [(0,), (0,)]
+    assert generate_batch(bb, prompts, None, max_new_tokens=4, stop=("\n",)) == want
+
+
+def test_first_step_matches_forward_one_row_by_row(bb):
+    texts = ["Record: the code for jijip is ZXGC9Y7YDGQN.\n", "In: Note the clamp.\nOut:", "x"]
+    states = [bb.prefill(bb.tokenizer.encode(t))[1] for t in texts] + [bb.zero_state()]
+    tokens = [bb.tokenizer.encode(" A")[0], 0, 65535, 1234]
+    batched = [torch.stack(slot) for slot in zip(*states)]
+    before = [t.clone() for t in batched]
+    logits, new = forward_batch(bb.model, torch.tensor(tokens), batched)
+    assert all(torch.equal(a, b) for a, b in zip(before, batched))  # input state untouched
+    assert logits.shape == (4, bb.vocab_size) and logits.dtype == torch.float32
+    for r, (tok, st) in enumerate(zip(tokens, states)):
+        ref_logits, ref_state = bb.model.forward_one(tok, bb.clone_state(st))
+        torch.testing.assert_close(logits[r], ref_logits.float(), rtol=1e-5, atol=1e-5)
+        for got, ref in zip(new, ref_state):
+            torch.testing.assert_close(got[r], ref, rtol=1e-5, atol=1e-6)
+    # logits only for the rows asked for, in that order; the state moves for every row
+    part, new2 = forward_batch(bb.model, torch.tensor(tokens), batched, torch.tensor([2, 0]))
+    torch.testing.assert_close(part, logits[[2, 0]], rtol=1e-5, atol=1e-5)
+    assert all(torch.equal(a, b) for a, b in zip(new, new2))
+    none, _ = forward_batch(bb.model, torch.tensor(tokens), batched, torch.tensor([], dtype=torch.long))
+    assert none is None
+
+
+def test_callers_state_is_not_mutated(bb):
+    _, st = bb.prefill(bb.tokenizer.encode("context: key k1 -> AB12\n"))
+    ids, before = [id(t) for t in st], state_bytes(bb, st)
+    # a shared prefix (prefilled) and none at all (the state is stacked directly)
+    for prompts in (["Q: k1?\nA:", "Q: k2?\nA:"], ["alpha", "Q: k1?"]):
+        generate_batch(bb, [bb.tokenizer.encode(p) for p in prompts], st, max_new_tokens=3)
+        assert [id(t) for t in st] == ids and state_bytes(bb, st) == before
+
+
+def test_single_prompt_and_prompts_of_different_lengths(bb):
+    _, st = bb.prefill(bb.tokenizer.encode("Session log.\nIn: Add the anvil.\nOut: Logged: anvil.\n"))
+    enc = bb.tokenizer.encode
+    cases = [
+        [enc("In: Please log the lute.\nOut:")],  # a single prompt
+        [[7], enc("In: x\nOut:"), enc("In: Please log the lute and the very long list.\nOut:"), [7, 8]],
+        [enc("Q: same\nA:")] * 3,  # identical prompts: everything but the last token is shared
+    ]
+    for prompts in cases:
+        for state in (st, None):
+            want = sequential(bb, prompts, state, max_new_tokens=5, stop=("\n",))
+            assert generate_batch(bb, prompts, state, max_new_tokens=5, stop=("\n",)) == want
+
+
+def test_tokens_processed_counts_forwarded_tokens(bb, episodes):
+    t1 = [bb.tokenizer.encode(q["prompt"]) for q in episodes[("t1", 0)]["queries"]][:6]
+    cases = [
+        t1 + [t1[0][:-3]],  # a shorter prompt bounds the shared prefix
+        [t1[1]] * 3,  # identical prompts: decoded once
+    ]
+    for prompts in cases:
+        shortest = min(map(len, prompts))
+        prefix = min(len(os.path.commonprefix(prompts)), shortest - 1)
+        assert prefix > 0
+        n0 = bb.tokens_processed
+        want = sequential(bb, prompts, None, max_new_tokens=8, stop=("e",))
+        n_seq = bb.tokens_processed - n0
+        # sequential: each prompt, then every generated token but the last
+        assert n_seq == sum(len(p) + len(g.tokens) - 1 for p, g in zip(prompts, want))
+        n0 = bb.tokens_processed
+        assert generate_batch(bb, prompts, None, max_new_tokens=8, stop=("e",)) == want
+        # batched: the same, but the shared prefix goes through once instead of once per prompt,
+        # and a prompt asked twice is decoded once
+        unique = {tuple(p): len(p) + len(g.tokens) - 1 for p, g in zip(prompts, want)}
+        prefix = min(len(os.path.commonprefix([list(u) for u in unique])), min(map(len, unique)) - 1)
+        assert bb.tokens_processed - n0 == sum(unique.values()) - (len(unique) - 1) * prefix
+
+
+def test_max_new_tokens_zero(bb):
+    prompts = [bb.tokenizer.encode("In: a\nOut:"), [5]]
+    want = sequential(bb, prompts, None, max_new_tokens=0, stop=("\n",))
+    n0 = bb.tokens_processed
+    assert generate_batch(bb, prompts, None, max_new_tokens=0) == want
+    assert want[0].stop_reason == MAX_NEW_TOKENS and want[0].tokens == ()
+    assert bb.tokens_processed == n0  # nothing decoded, nothing forwarded
+
+
+def test_bad_input_raises_before_any_forward(bb):
+    n0 = bb.tokens_processed
+    for prompts in ([[1, 2], [3, bb.vocab_size]], [[1, -1]], [[1], []]):
+        with pytest.raises(InputError):
+            generate_batch(bb, prompts, None, max_new_tokens=4)
+    with pytest.raises(ValueError):
+        generate_batch(bb, [[1]], None, max_new_tokens=-1)
+    with pytest.raises(ValueError):
+        generate_batch(bb, [[1]], None, max_new_tokens=2, stop=("",))
+    with pytest.raises(InputError):
+        generate_batch(bb, [[1]], [torch.zeros(3)], max_new_tokens=2)
+    assert bb.tokens_processed == n0
+    assert generate_batch(bb, [], None, max_new_tokens=4) == []
+
+
+def test_stack_state_copies(bb):
+    st = bb.zero_state()
+    stacked = stack_state(st, 1)
+    stacked[0].add_(1.0)
+    assert torch.count_nonzero(st[0]) == 0
+    assert [tuple(t.shape) for t in stack_state(st, 3)] == [(3, *t.shape) for t in st]
