@@ -7,19 +7,36 @@ import json
 import re
 import sys
 
+from pathlib import Path
+
+import urd
+from snakemake.exceptions import WorkflowError
 from urd.config import config_digest, validate_config, validate_section
+from urd.errors import UrdError
 from urd.provenance import code_digest
 from urd.spend import register_spend_preview
+
+# A checkout's rules must run its own package: an editable install of another clone would
+# compute (and digest) other code without a word.
+_here = Path(workflow.basedir, "src", "urd").resolve()
+if _here.is_dir() and Path(urd.__file__).resolve().parent != _here:
+    raise WorkflowError(
+        f"the urd package Python imports ({Path(urd.__file__).parent}) is not this checkout's "
+        f"({_here}): run `{sys.executable} -m pip install -e .` here, or use this checkout's .venv"
+    )
 
 
 configfile: "config/agentmem.yaml"
 configfile: "config/config.yaml"
 
 
-validate_config(config, "config/schema.yaml", source="config/config.yaml (+ --config)")
-validate_section(
-    config["agentmem"], "config/agentmem.schema.yaml", "config/agentmem.yaml (+ --config)", "agentmem"
-)
+try:
+    validate_config(config, "config/schema.yaml", source="config/config.yaml (+ --config)")
+    validate_section(
+        config["agentmem"], "config/agentmem.schema.yaml", "config/agentmem.yaml (+ --config)", "agentmem"
+    )
+except UrdError as exc:  # one line naming the key, not a traceback
+    raise WorkflowError(f"urd config: {exc}") from None
 
 # `snakemake -n` ends with the planned spend of the jobs still to run (GPU, CPU, API dollars).
 register_spend_preview(workflow, config["prices"], where="config/config.yaml")

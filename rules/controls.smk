@@ -5,7 +5,7 @@
 
 CTL = config["controls"]
 CONTROLS_CODE = code_digest(
-    "urd.controls", "urd.run", "urd.harness", "urd.systems", "urd.backbone", "urd.tasks", "urd.calibrate"
+    "urd.controls", "urd.run", "urd.harness", "urd.systems", "urd.backbone", "urd.tasks", "urd.calibrate", "urd.verify"
 )
 CEIL_RECIPES = CTL["ceiling"]["recipes"]
 BITS = CTL["bits_curve"]
@@ -60,7 +60,7 @@ rule ceiling:
         " --control t1={input.control_t1} --control t2={input.control_t2}"
         " --artifacts {params.root} --recipes {params.recipes} --state-file {params.state_file}"
         " --spec {params.job[spec]:q} --static {params.job[static]:q}"
-        " --out {output.json} --responses {output.responses} 2> {log}"
+        " --verified {input.checked} --out {output.json} --responses {output.responses} 2> {log}"
 
 
 rule bits_curve:
@@ -86,7 +86,7 @@ rule bits_curve:
         " --task {params.task} --budgets {params.budgets}"
         " --artifacts {params.root} --recipes {params.recipe} --state-file {params.state_file}"
         " --spec {params.job[spec]:q} --static {params.job[static]:q}"
-        " --out {output.json} --responses {output.responses} 2> {log}"
+        " --verified {input.checked} --out {output.json} --responses {output.responses} 2> {log}"
 
 
 rule ceiling_table:

@@ -9,7 +9,7 @@ from urd.replay import plan as replay_plan
 REPLAY = replay_plan.replay_recipes(config)  # {system: recipe}
 REPLAY_RECIPES = sorted(set(REPLAY.values()))
 REPLAY_CODE = code_digest(
-    "urd.replay", "urd.backbone.rwkv7_torch", "urd.backbone.wkv", "urd.backbone.tokenizer"
+    "urd.replay", "urd.backbone.rwkv7_torch", "urd.backbone.wkv", "urd.backbone.tokenizer", "urd.verify"
 )
 REPLAY_SETTINGS = config.get("replay", {})
 
@@ -85,7 +85,7 @@ if REPLAY_RECIPES:
         threads: REPLAY_SETTINGS.get("threads", 1)
         resources:
             gpu=1,
-            gpu_minutes=_tune_resource("gpu_minutes"),
+            gpu_seconds=_tune_resource("gpu_seconds"),
             runtime=_tune_resource("runtime"),
             mem_mb=_tune_resource("mem_mb"),
         log:
@@ -97,7 +97,7 @@ if REPLAY_RECIPES:
             " --recipe {wildcards.recipe} --scale {wildcards.scale} --settings {params.settings:q}"
             " --factor {params.factor} --threads {params.threads} --wkv-chunk {params.chunk} {params.ckpt}"
             " --out-dir artifacts/replay/{wildcards.scale}/{wildcards.recipe}/{wildcards.sha}"
-            " 2> {log}"
+            " --verified {input.model_checked} {input.checked} 2> {log}"
 
     rule replay_costs:
         input:

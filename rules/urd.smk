@@ -13,10 +13,10 @@ rule oracle:
         spec=json.dumps(
             {**data_spec(config), "profiles": config["profiles"]}, sort_keys=True
         ),
-        code=code_digest("urd.oracle", "urd.tasks", "urd.backbone.tokenizer"),
+        code=code_digest("urd.oracle", "urd.tasks", "urd.backbone.tokenizer", "urd.verify"),
     shell:
         "{PY} -m urd.oracle --spec {params.spec:q} --t1 {input.t1} --t2 {input.t2}"
-        " --manifest {input.manifest} --out {output}"
+        " --manifest {input.manifest} --verified {input.checked} --out {output}"
 
 
 # --- the benchmark -----------------------------------------------------------------------
@@ -26,7 +26,7 @@ rule oracle:
 # consolidate reads the session-A view (transcripts); answer is a fresh process that reads the
 # session-B view (header, prompts) and the fiches, nothing else.
 
-from urd.estimate import cell_cpu_minutes
+from urd.estimate import cell_cpu_seconds
 from urd.run import cell_spec
 from urd.systems.registry import resolve as resolve_system
 
@@ -38,13 +38,17 @@ DATA = {"t1": T1_DATA, "t2": T2_DATA}
 HARNESS_CODE = code_digest(
     "urd.run", "urd.harness", "urd.systems", "urd.backbone.adapter", "urd.backbone.batch",
     "urd.backbone.state", "urd.backbone.rwkv_pkg", "urd.backbone.tokenizer", "urd.tasks",
-    "urd.replay.artifact", "urd.controls.tuned", "urd.io", "urd.errors",
+    "urd.replay.artifact", "urd.controls.tuned", "urd.io", "urd.errors", "urd.verify",
+    "urd.manifest",
 )
 CELL = "results/urd/{scale}/{system}/{task}/{split}"
 
 # A system that does not exist or lacks the interface fails here, before any model is loaded.
 for _name in SYSTEMS:
     resolve_system(_name, config["plugins"], source="config/config.yaml (systems)")
+# ... and so does every registered plug-in, listed or not
+for _name in config["plugins"]:
+    resolve_system(_name, config["plugins"], source="config/config.yaml (plugins)")
 
 
 wildcard_constraints:
@@ -79,12 +83,13 @@ rule prefill:
         spec=_spec,
         code=HARNESS_CODE,
     resources:
-        cpu_minutes=lambda wc: cell_cpu_minutes(config, wc.scale, wc.task, "prefill"),
+        cpu_seconds=lambda wc: cell_cpu_seconds(config, wc.scale, wc.task, "prefill"),
     log:
         "logs/urd/{scale}/prefill/{task}.log",
     shell:
         "{PY} -m urd.run prefill --checkpoint {input.model} --sessions {input.sessions}"
-        " --spec {params.spec:q} --out {output.index} 2> {log}"
+        " --spec {params.spec:q} --verified {input.model_checked} {input.checked}"
+        " --out {output.index} 2> {log}"
 
 
 rule control:
@@ -101,12 +106,13 @@ rule control:
         spec=_spec,
         code=HARNESS_CODE,
     resources:
-        cpu_minutes=lambda wc: cell_cpu_minutes(config, wc.scale, wc.task, "control"),
+        cpu_seconds=lambda wc: cell_cpu_seconds(config, wc.scale, wc.task, "control"),
     log:
         "logs/urd/{scale}/control/{task}.log",
     shell:
         "{PY} -m urd.run control --checkpoint {input.model} --sessions {input.sessions}"
-        " --prompts {input.prompts} --prefill {input.prefill} --spec {params.spec:q} --out {output} 2> {log}"
+        " --prompts {input.prompts} --prefill {input.prefill} --spec {params.spec:q}"
+        " --verified {input.model_checked} {input.checked} --out {output} 2> {log}"
 
 
 def consolidate_inputs(wildcards):
@@ -132,7 +138,7 @@ rule consolidate:
         artifacts=lambda wc: replay_artifacts_arg(wc),
         code=HARNESS_CODE,
     resources:
-        cpu_minutes=lambda wc: cell_cpu_minutes(
+        cpu_seconds=lambda wc: cell_cpu_seconds(
             config, wc.scale, wc.task, "consolidate", wc.system, wc.split
         ),
     log:
@@ -141,7 +147,7 @@ rule consolidate:
         "{PY} -m urd.run consolidate --checkpoint {input.model} --sessions {input.sessions}"
         " --prefill {input.prefill} --task {wildcards.task} --system {wildcards.system}"
         " --split {wildcards.split} --budget {params.budget} --spec {params.spec:q}"
-        " {params.artifacts} --out {output} 2> {log}"
+        " {params.artifacts} --verified {input.model_checked} {input.checked} --out {output} 2> {log}"
 
 
 rule answer:
@@ -156,7 +162,7 @@ rule answer:
         spec=_spec,
         code=HARNESS_CODE,
     resources:
-        cpu_minutes=lambda wc: cell_cpu_minutes(
+        cpu_seconds=lambda wc: cell_cpu_seconds(
             config, wc.scale, wc.task, "answer", wc.system, wc.split
         ),
     log:
@@ -164,10 +170,12 @@ rule answer:
     shell:
         "{PY} -m urd.run answer --checkpoint {input.model} --prompts {input.prompts}"
         " --fiches {input.fiches} --system {wildcards.system} --spec {params.spec:q}"
-        " --out {output} 2> {log}"
+        " --verified {input.model_checked} {input.checked} --out {output} 2> {log}"
 
 
-JUDGE_CODE = code_digest("urd.run", "urd.harness", "urd.tasks", "urd.io", "urd.errors")
+JUDGE_CODE = code_digest(
+    "urd.run", "urd.harness", "urd.tasks", "urd.io", "urd.errors", "urd.verify", "urd.manifest"
+)
 
 
 # Judging reads two small files and runs no model: never worth a cluster job.
@@ -190,7 +198,7 @@ rule judge_control:
         "logs/urd/{scale}/control/{task}.judge.log",
     shell:
         "{PY} -m urd.run judge --task {wildcards.task} --data {input.data} --raw {input.raw}"
-        " --spec {params.spec:q} --out {output} 2> {log}"
+        " --spec {params.spec:q} --verified {input.checked} --out {output} 2> {log}"
 
 
 rule judge:
@@ -208,7 +216,7 @@ rule judge:
         "logs/urd/{scale}/{system}/{task}/{split}.judge.log",
     shell:
         "{PY} -m urd.run judge --task {wildcards.task} --data {input.data} --raw {input.raw}"
-        " --fiches {input.fiches} --spec {params.spec:q} --out {output} 2> {log}"
+        " --fiches {input.fiches} --spec {params.spec:q} --verified {input.checked} --out {output} 2> {log}"
 
 
 def summary_inputs(wildcards):

@@ -59,22 +59,23 @@ def test_one_tuning_job_per_transcript_and_recipe_and_the_exact_spend(wf):
                       "consolidate": 8, "answer": 8, "judge": 8}
     assert len(set(tunes)) == len(tunes) == 8
     assert {sha for _, sha in tunes if _ == "replay_tune"} == {sha for _, sha in tunes if _ == "replay_banc"}
-    # each tiny tuning job: <= 1,848 tokens / 300 tokens/s + 15 s load -> 1 GPU minute; each
-    # prefill, consolidate and answer job is under a minute, billed as 1 (whole minutes); judge
-    # jobs bill nothing. 8 GPU min = 0.13 h x $0.60 + 18 CPU min x $0.05/h = $0.093
-    assert line == f"urd planned spend (43 jobs to run): GPU 0.13 h, CPU 0.30 h, US$ 0.09 {PRICES}"
+    # each tiny tuning job: trained tokens / 300 tokens/s + 3 s load, in whole seconds: 2 x 10
+    # (T1 replay_tune, ~1,840 tokens) + 2 x 4 (T2, ~175) + 4 x 7 (replay_banc, 1,024) = 56 GPU s;
+    # prefill, consolidate and answer jobs: 3 s start-up + their tokens, 64 CPU s in all; judge
+    # jobs bill nothing. 56 / 3600 h x $0.60 + 64 / 3600 h x $0.05 = $0.0102
+    assert line == f"urd planned spend (43 jobs to run): GPU 0.02 h, CPU 0.02 h, US$ 0.01 {PRICES}"
 
 
 @pytest.mark.slow
 def test_dry_run_of_the_01b_summary_prints_planned_gpu_hours_and_dollars(wf):
     counts, _, line = dry_run(wf, "results/urd/0.1b/summary.json")
     assert counts["tune_state"] == 24  # 2 recipes x (6 T1 + 6 T2) transcripts
-    # replay_banc: 12 x ceil((393,216 / 250 + 60) / 60) = 12 x 28 min; replay_tune: 10 passes,
-    # 6 x 3 min (T1, ~1,840 tokens) + 6 x 2 min (T2, ~175 tokens): 366 GPU min = 6.10 h
-    m = re.fullmatch(r"urd planned spend \(124 jobs to run\): GPU 6\.10 h, CPU (\d+\.\d\d) h, US\$ (\d+\.\d\d) "
+    # replay_banc: 12 x ceil(393,216 / 250 + 60) = 12 x 1,633 s; replay_tune: 10 passes,
+    # 6 x ~134 s (T1, ~1,840 tokens) + 6 x ~67 s (T2, ~175 tokens): 20,802 GPU s = 5.78 h
+    m = re.fullmatch(r"urd planned spend \(124 jobs to run\): GPU 5\.78 h, CPU (\d+\.\d\d) h, US\$ (\d+\.\d\d) "
                      + re.escape(PRICES), line)
     assert m, line
-    assert float(m[2]) == pytest.approx(6.10 * 0.60 + float(m[1]) * 0.05, abs=0.01)
+    assert float(m[2]) == pytest.approx(5.78 * 0.60 + float(m[1]) * 0.05, abs=0.01)
 
 
 def squeue_partitions(env: dict) -> dict[str, set[str]]:
@@ -122,10 +123,10 @@ def test_tiny_replay_target_runs_through_the_slurm_profile(slurm_cluster, wf):
     assert len(recs) == 2 and all(x["out_of_contract"] is True and x["metered_tokens"] == 0 for x in recs)
     assert recs[0]["declared_tokens"] == c["trained_tokens"]
     # the sanity cells: replay_banc's reuses its artifact, only replay_tune's recipe is left to tune
-    # (one tiny tuning job: 1 GPU minute, 0.02 h)
+    # (one tiny tuning job on a T2 transcript: 4 GPU seconds)
     counts, tunes, line = dry_run(wf, "--config", "evaluate_episodes=1", "evaluate_queries=2", "--",
                                   *cells(systems=("replay_banc", "replay_tune"), tasks=("t2",), splits=("sanity",)))
     assert counts == {"tune_state": 1, "consolidate": 2, "answer": 2, "judge": 2}
     assert [recipe for recipe, _ in tunes] == ["replay_tune"]
-    assert line.startswith("urd planned spend (7 jobs to run): GPU 0.02 h"), line
+    assert line.startswith("urd planned spend (7 jobs to run): GPU 0.00 h"), line
     print(f"tiny replay target through SLURM: {wall:.1f} s")

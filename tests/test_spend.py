@@ -23,16 +23,16 @@ PRICE_TAIL = "(GPU US$2.10/h, CPU US$0.05/h as of 2026-11-30; API US$0.25)"
 # ------------------------------------------------------------------ pure functions
 
 def test_planned_spend_sums_and_prices_exactly():
-    jobs = [{"gpu_minutes": 90, "usd_cents": 25, "tmpdir": "/tmp"}, {"cpu_minutes": 12}, {}]
+    jobs = [{"gpu_seconds": 5400, "usd_cents": 25, "tmpdir": "/tmp"}, {"cpu_seconds": 720}, {}]
     s = planned_spend(jobs, PRICES)
-    assert (s["jobs"], s["gpu_minutes"], s["cpu_minutes"], s["usd_cents"]) == (3, 90, 12, 25)
+    assert (s["jobs"], s["gpu_seconds"], s["cpu_seconds"], s["usd_cents"]) == (3, 5400, 720, 25)
     # 1.5 h x 2.10 + 0.2 h x 0.05 + 0.25 = 3.15 + 0.01 + 0.25; no float residue
     assert s["usd_compute"] == Decimal("3.16") and s["usd_api"] == Decimal("0.25") and s["usd_total"] == Decimal("3.41")
     assert format_spend_line(s) == f"urd planned spend (3 jobs to run): GPU 1.50 h, CPU 0.20 h, US$ 3.41 {PRICE_TAIL}"
 
 
 def test_rounding_is_half_up_at_the_end_and_singular_job():
-    s = planned_spend([{"cpu_minutes": 1}], {**PRICES, "cpu_usd_per_hour": 0.3})  # 0.005 $ -> 0.01
+    s = planned_spend([{"cpu_seconds": 60}], {**PRICES, "cpu_usd_per_hour": 0.3})  # 0.005 $ -> 0.01
     assert s["usd_total"] == Decimal("0.01")
     assert format_spend_line(s).startswith("urd planned spend (1 job to run): GPU 0.00 h, CPU 0.02 h, US$ 0.01")
 
@@ -42,8 +42,8 @@ def test_nothing_to_run():
 
 
 def test_float_or_negative_resources_are_named():
-    with pytest.raises(InputError, match=r"job 1: resources.gpu_minutes: expected a non-negative integer, got 1.5"):
-        planned_spend([{}, {"gpu_minutes": 1.5}], PRICES)
+    with pytest.raises(InputError, match=r"job 1: resources.gpu_seconds: expected a non-negative integer, got 1.5"):
+        planned_spend([{}, {"gpu_seconds": 1.5}], PRICES)
     with pytest.raises(InputError, match=r"resources.usd_cents: expected a non-negative integer, got -3"):
         planned_spend([{"usd_cents": -3}], PRICES)
 
@@ -72,13 +72,13 @@ register_spend_preview(workflow, config["prices"])
 
 rule tune:
     output: "a.txt"
-    resources: gpu_minutes=90
+    resources: gpu_seconds=5400
     shell: "echo a > {output}"
 
 rule pack:
     input: "a.txt"
     output: "b.txt"
-    resources: cpu_minutes=12
+    resources: cpu_seconds=720
     shell: "echo b > {output}"
 
 rule judge:

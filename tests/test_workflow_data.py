@@ -60,3 +60,21 @@ def test_bad_config_on_the_command_line_names_the_key(workflow):
     proc = snakemake(workflow, ORACLE, "-n", "--config", "episodes=many")
     assert proc.returncode != 0
     assert "episodes: expected type integer, got 'many'" in proc.stdout + proc.stderr
+
+
+def test_a_file_changed_after_verification_is_refused_whatever_its_mtime(workflow):
+    """cp -p, rsync -a and tar keep mtimes: the consumer re-checks the digest when it reads."""
+    import os
+
+    stamps = [f"results/urd/verified/{p}.sha256" for p in ("data/c1/t1.jsonl", "data/t2.jsonl")]
+    snakemake(workflow, *stamps, check=True)
+    path = workflow / "data/c1/t1.jsonl"
+    before = path.stat()
+    _flip_byte(path)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    proc = snakemake(workflow, ORACLE)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "urd oracle FAILED: data/c1/t1.jsonl: SHA-256 mismatch: expected " in out, out
+    assert "it changed after it was verified. Delete it and rerun (the calibrate rule rebuilds it" in out
+    assert not (workflow / ORACLE).exists()

@@ -93,7 +93,7 @@ def test_the_real_scale_dag_is_fetch_run_fold_with_a_spend_line(workflow):
     assert counts["prefill"] == counts["judge_control"] == "2"
     # the replay systems' tuning jobs: 2 recipes x 12 transcripts, billed as GPU time
     assert counts["tune_state"] == "24"
-    assert re.search(r"urd planned spend \(124 jobs to run\): GPU 11\.40 h, CPU \d+\.\d\d h, US\$ \d+\.\d\d", out)
+    assert re.search(r"urd planned spend \(124 jobs to run\): GPU 11\.35 h, CPU \d+\.\d\d h, US\$ \d+\.\d\d", out)
 
 
 def test_fetching_without_a_pinned_revision_fails_and_says_what_to_set(workflow):
@@ -101,6 +101,8 @@ def test_fetching_without_a_pinned_revision_fails_and_says_what_to_set(workflow)
     log = (workflow / "logs/fetch/rwkv7-g1d-0.1b-20260129-ctx8192.pth.log").read_text()
     assert proc.returncode != 0
     assert "source.revision for rwkv7-g1d-0.1b-20260129-ctx8192.pth: expected the 40-hex commit" in log
+    # the reason reaches the terminal too (profiles/default: show-failed-logs)
+    assert "expected the 40-hex commit" in proc.stdout + proc.stderr
     assert not (workflow / "models/rwkv7-g1d-0.1b-20260129-ctx8192.pth").exists()
 
 
@@ -140,3 +142,18 @@ def test_a_truncated_cell_is_refused_naming_the_file(workflow):
                          capture_output=True, text=True)
     assert bad.returncode == 1
     assert "vanilla/t1/sanity/responses.jsonl: episode 0: expected the control's queries" in bad.stderr, bad.stderr
+
+
+def test_every_registered_plugin_is_checked_at_parse_time(workflow):
+    proc = snakemake(workflow, TINY, "-n", "--config", "plugins={ghost: 'nosuch_module:Ghost'}")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "plugins.ghost: expected 'module:Class' naming an importable class" in out, out
+
+
+def test_a_checkout_refuses_to_run_another_checkouts_package(workflow):
+    (workflow / "src/urd").mkdir(parents=True)  # this copy's own package, not the one Python imports
+    proc = snakemake(workflow, TINY, "-n")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "is not this checkout's" in out and "pip install -e ." in out, out

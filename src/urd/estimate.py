@@ -1,10 +1,10 @@
-"""CPU-minute estimates of the benchmark's jobs, for the spend line of `snakemake -n` (and, at
-the end, GPU minutes of the replay tuning jobs).
+"""CPU-second estimates of the benchmark's jobs, for the spend line of `snakemake -n` (and, at
+the end, GPU seconds of the replay tuning jobs).
 
-A job's cost is the tokens it prefills and decodes at the backbone's measured CPU speed
-(config `cpu_speed`), from the protocol's sizes: an estimate, stated as such, rounded up to
-whole minutes (Snakemake resources are integers). A scale with no measured speed is estimated
-at the slowest measured one.
+A job's cost is the tokens it prefills, decodes and answers in batches at the backbone's
+measured CPU speed (config `cpu_speed`), from the protocol's sizes, plus its start-up: an
+estimate, stated as such, rounded up to whole seconds (Snakemake resources are integers). A
+scale with no measured speed is estimated at the slowest measured one.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def _speed(config: dict, scale: str) -> dict:
     if scale in speeds:
         return speeds[scale]
     if not speeds:
-        return {"prefill_tokens_per_s": 100, "decode_ms_per_token": 100, "batch_tokens_per_s": 100}
+        return {"prefill_tokens_per_s": 100, "decode_ms_per_token": 100, "batch_tokens_per_s": 100, "startup_s": 10}
     return min(speeds.values(), key=lambda s: s["prefill_tokens_per_s"])
 
 
@@ -38,37 +38,37 @@ def _episodes_queries(config: dict, task: str) -> tuple[int, int]:
     return eps, min(per, config.get("evaluate_queries") or per)
 
 
-def _minutes(config, scale, prefill=0, decode=0, batched=0) -> int:
+def _seconds(config, scale, prefill=0, decode=0, batched=0) -> int:
     """prefill: tokens run as sequences; decode: tokens generated one at a time; batched:
-    row-tokens of batched answering (every query of an episode a row)."""
+    row-tokens of batched answering (every query of a cell a row); plus the job's start-up."""
     s = _speed(config, scale)
     seconds = (prefill / s["prefill_tokens_per_s"] + decode * s["decode_ms_per_token"] / 1000
-               + batched / s.get("batch_tokens_per_s", s["prefill_tokens_per_s"]) + 10)  # +start-up
-    return max(1, math.ceil(seconds / 60))
+               + batched / s["batch_tokens_per_s"] + s.get("startup_s", 10))
+    return max(1, math.ceil(seconds))
 
 
-def cell_cpu_minutes(config: dict, scale: str, task: str, step: str, system: str | None = None,
+def cell_cpu_seconds(config: dict, scale: str, task: str, step: str, system: str | None = None,
                      split: str | None = None) -> int:
-    """CPU minutes of one job of a cell: prefill, control, consolidate or answer."""
+    """CPU seconds of one job of a cell: prefill, control, consolidate or answer."""
     eps, q = _episodes_queries(config, task)
     rows = eps * q * (QUERY_TOKENS + config["decode"][task]["max_new_tokens"])
     if step == "prefill":
-        return _minutes(config, scale, prefill=eps * TRANSCRIPT_TOKENS[task])
+        return _seconds(config, scale, prefill=eps * TRANSCRIPT_TOKENS[task])
     if step == "control":
-        return _minutes(config, scale, batched=rows)
+        return _seconds(config, scale, batched=rows)
     if step == "consolidate":
         if system != "summary":
-            return _minutes(config, scale)
+            return _seconds(config, scale)
         written = config.get("system_settings", {}).get("summary", {}).get("max_new_tokens", 64)
-        return _minutes(config, scale, prefill=eps * 30, decode=eps * written)
+        return _seconds(config, scale, prefill=eps * 30, decode=eps * written)
     if step == "answer":
         context = HEADER_TOKENS + FICHE_CONTEXT_TOKENS.get(split, 400)
-        return _minutes(config, scale, prefill=eps * context, batched=rows)
+        return _seconds(config, scale, prefill=eps * context, batched=rows)
     raise ValueError(f"unknown step {step!r}")
 
 
-# --- tuning jobs (urd.replay.tune): GPU minutes, run time and memory ------------------------
-# A tuning job is billed as GPU minutes: it holds one GPU from start to end. Its length is the
+# --- tuning jobs (urd.replay.tune): GPU seconds, run time and memory ------------------------
+# A tuning job is billed as GPU seconds: it holds one GPU from start to end. Its length is the
 # trained tokens (forward + backward) at the scale's stated throughput (config `train_speed`,
 # each entry saying whether it was measured or assumed) plus the stated start-up time.
 
@@ -84,7 +84,9 @@ def tune_minutes(config: dict, scale: str, trained_tokens: int) -> int:
 
 def tune_resources(config: dict, scale: str, trained_tokens: int) -> dict:
     """Resources a tuning rule declares: one GPU (the SLURM profile routes it to the gpu
-    partition), the billed GPU minutes, a wall-time limit with headroom, host memory."""
+    partition), the billed GPU seconds, a wall-time limit in minutes with headroom, host memory."""
     minutes = tune_minutes(config, scale, trained_tokens)
-    return {"gpu": 1, "gpu_minutes": minutes, "runtime": 2 * minutes + 10,
+    s = config["train_speed"][scale]
+    seconds = max(1, math.ceil(trained_tokens / s["tokens_per_s"] + s["load_s"]))
+    return {"gpu": 1, "gpu_seconds": seconds, "runtime": 2 * minutes + 10,
             "mem_mb": config["train_speed"][scale]["mem_mb"]}

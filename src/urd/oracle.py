@@ -85,7 +85,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--t2", required=True)
     ap.add_argument("--manifest", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--verified", nargs="*", default=[], help="verify stamps: their files are re-checked before use")
     args = ap.parse_args(argv)
+    from .errors import UrdError
+    from .verify import check_stamps
+
+    try:
+        check_stamps(args.verified)
+    except UrdError as exc:
+        print(f"urd oracle FAILED: {exc}", file=sys.stderr)
+        return 1
     config = json.loads(args.spec)
     report = oracle_report(config, read_jsonl(args.t1), read_jsonl(args.t2))
     report["provenance"] = {

@@ -149,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, sp in p.items():
         sp.add_argument("--spec", required=True)
         sp.add_argument("--out", required=True)
+        sp.add_argument("--verified", nargs="*", default=[], help="verify stamps: their files are re-checked before use")
         if name != "judge":
             sp.add_argument("--checkpoint", required=True)
     for name in ("prefill", "control", "consolidate"):
@@ -171,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     spec = json.loads(args.spec)
     try:
+        from .verify import check_stamps
+
+        check_stamps(args.verified)
         message = COMMANDS[args.command](args, spec)
     except UrdError as exc:
         print(f"urd {args.command} FAILED: {exc}", file=sys.stderr)

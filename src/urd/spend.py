@@ -1,10 +1,11 @@
 """Planned spend of a dry run: one line after ``snakemake -n`` with GPU/CPU hours and dollars.
 
 Rules declare what they will bill as *integer* resources, because Snakemake rounds float
-resources (``cpu_minutes=1.6`` becomes 2):
+resources (``cpu_seconds=1.6`` becomes 2), in seconds so that many short jobs are not each
+billed a whole minute:
 
-* ``gpu_minutes`` — GPU-device minutes (2 GPUs for 30 min = 60),
-* ``cpu_minutes`` — CPU-core minutes (4 cores for 30 min = 120),
+* ``gpu_seconds`` — GPU-device seconds (2 GPUs for 30 min = 3600),
+* ``cpu_seconds`` — CPU-core seconds (4 cores for 30 min = 7200),
 * ``usd_cents``   — API dollars in cents (LLM suites), billed as is.
 
 Prices are per hour, dated, from config (see :data:`PRICES_SCHEMA`). All arithmetic is in
@@ -31,7 +32,7 @@ from typing import Any, Iterable, Mapping, TextIO
 
 from .errors import InputError, UrdError
 
-UNITS = ("gpu_minutes", "cpu_minutes", "usd_cents")
+UNITS = ("gpu_seconds", "cpu_seconds", "usd_cents")
 
 # JSON Schema for the ``prices:`` block of config/config.yaml (embed under properties.prices).
 PRICES_SCHEMA: dict[str, Any] = {
@@ -98,8 +99,8 @@ def planned_spend(jobs_resources: Iterable[Mapping[str, Any]], prices: Mapping[s
         for key, v in job_units(res, where=f"job {i}").items():
             tot[key] += v
         n += 1
-    gpu_h = Decimal(tot["gpu_minutes"]) / 60
-    cpu_h = Decimal(tot["cpu_minutes"]) / 60
+    gpu_h = Decimal(tot["gpu_seconds"]) / 3600
+    cpu_h = Decimal(tot["cpu_seconds"]) / 3600
     compute = gpu_h * p["gpu_usd_per_hour"] + cpu_h * p["cpu_usd_per_hour"]
     api = Decimal(tot["usd_cents"]) / 100
     return {

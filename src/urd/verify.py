@@ -16,6 +16,28 @@ from .io import atomic_write_text
 from .manifest import verify_file
 
 
+def check_stamps(stamps) -> None:
+    """Each stamp's file still has the digest it was verified with, now, at the moment of use:
+    a file changed after verification (whatever its mtime says) is refused."""
+    from pathlib import Path
+
+    from .errors import DigestMismatch, InputError
+    from .io import sha256_file
+
+    for stamp in stamps or ():
+        text = Path(stamp).read_text(encoding="utf-8").split()
+        if len(text) != 2:
+            raise InputError(stamp, "<stamp>", "'<sha256>  <path>' written by the verify rule", " ".join(text))
+        digest, path = text
+        if not Path(path).is_file():
+            raise InputError(path, "<file>", f"the file verified as {digest} (stamp {stamp})")
+        actual = sha256_file(path)
+        if actual != digest:
+            rebuilt = "the fetch or make_tiny rule" if path.startswith("models/") else "the calibrate rule"
+            raise DigestMismatch(path, digest, f"{actual}: it changed after it was verified. Delete it and "
+                                 f"rerun ({rebuilt} rebuilds it and verify checks it again)")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m urd.verify")
     ap.add_argument("--manifest", required=True)
@@ -25,13 +47,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         digest = verify_file(args.manifest, args.file)
     except UrdError as exc:
-        print(
-            f"urd verify FAILED: {exc}\n"
-            "  The data must match the committed manifest byte for byte. Restore the manifest with\n"
-            "  `git checkout calibration/manifest.sha256`, or delete the data file so the calibrate\n"
-            "  rule regenerates it from the master seed.",
-            file=sys.stderr,
-        )
+        if args.file.startswith("models/"):
+            fix = ("  A checkpoint must match its pin in the manifest byte for byte. Restore the pin with\n"
+                   f"  `git checkout {args.manifest}`, or delete the checkpoint so the fetch (or, for\n"
+                   "  tiny, make_tiny) rule rebuilds it.")
+        else:
+            fix = ("  The data must match the committed manifest byte for byte. Restore the manifest with\n"
+                   f"  `git checkout {args.manifest}`, or delete the data file so the calibrate\n"
+                   "  rule regenerates it from the master seed.")
+        print(f"urd verify FAILED: {exc}\n{fix}", file=sys.stderr)
         return 1
     atomic_write_text(args.stamp, f"{digest}  {args.file}\n")
     print(f"verified {args.file} against {args.manifest}", file=sys.stderr)

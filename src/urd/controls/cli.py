@@ -44,9 +44,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--static", default="{}", help="provenance known when the DAG is built (JSON)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--responses", required=True)
+    ap.add_argument("--verified", nargs="*", default=[], help="verify stamps: their files are re-checked before use")
     args = ap.parse_args(argv)
     spec, static = json.loads(args.spec), json.loads(args.static)
     try:
+        from ..verify import check_stamps
+
+        check_stamps(args.verified)
         from ..backbone.adapter import Backbone
         from ..harness.context import Decode
         from ..io import atomic_write_json, atomic_write_jsonl, read_jsonl, sha256_file

@@ -97,9 +97,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--wkv-chunk", type=int, default=64)
     ap.add_argument("--checkpoint-layers", action="store_true", help="recompute block activations in backward")
     ap.add_argument("--out-dir", required=True)
+    ap.add_argument("--verified", nargs="*", default=[], help="verify stamps: their files are re-checked before use")
     args = ap.parse_args(argv)
     log = lambda msg: print(f"[tune {args.recipe}/{args.task}/{args.episode}] {msg}", file=sys.stderr, flush=True)
     try:
+        from ..verify import check_stamps
+
+        check_stamps(args.verified)
         import torch
 
         from ..backbone.rwkv7_torch import RWKV7
