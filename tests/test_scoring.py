@@ -118,3 +118,14 @@ def test_out_of_contract_travels_into_the_cell():
     control = [_resp(0, "a", "hot", V, V)]
     cell = fold_cell("t1", control, [_resp(0, "a", "hot", V, V, out_of_contract=True)])
     assert cell["out_of_contract"] is True
+
+
+def test_a_class_with_no_query_has_no_rate_and_no_score():
+    # a reduced run's T2 episode with only non-trigger queries: undefined, not -1.0
+    recs = [{"kind": "non_trigger", "verdict": "applied"}, {"kind": "non_trigger", "verdict": "applied"}]
+    assert episode_scores("t2", recs) == {"score": None, "rate_trigger": None, "rate_non_trigger": 1.0}
+    assert episode_scores("t1", [{"kind": "unseen", "verdict": "confabulated"}])["score"] is None
+    control = [_resp(0, "u", "unseen", "NONE", None)]
+    cell = fold_cell("t1", control, [_resp(0, "u", "unseen", "NONE", None)])
+    assert cell["score_A"] is None and cell["retention"] is None
+    assert "no episode has a score A" in cell["retention_undefined"]

@@ -118,8 +118,9 @@ def test_layout_follows_the_write_up(built):
     table = [line for line in md.splitlines() if line.startswith("| ")]
     assert table[0] == "| system | T1 over | T1 sanity | T2 over | T2 sanity |"
     names = [line.split(" | ")[0][2:] for line in table[1:]]
-    # ranked by T1 over; identical rows share one; out-of-contract marked; the oracle row last
-    assert names == ["retrieval", "gzip_tail", "vanilla / replay_banc*", "oracle ceiling (T1 recall bound)"]
+    # ranked by T1 over; identical rows share one, but an out-of-contract system is never ranked
+    # with the rest: it follows them, marked; the oracle row last
+    assert names == ["retrieval", "gzip_tail", "vanilla", "replay_banc*", "oracle ceiling (T1 recall bound)"]
     assert table[-1] == "| oracle ceiling (T1 recall bound) | 78.6 % | 100.0 % | — | — |"
     assert "## 0.1b" in md and "## 0.4b" not in md and "Not built, so not shown: 0.4b." in md
     rows = _csv(built["out"] / "r.csv")
@@ -246,3 +247,30 @@ def test_labels():
     assert [size_label(b) for b in (120, 960, 4096, 16384, 1 << 20, None, 1000)] == [
         "120 B", "960 B", "4 KB", "16 KB", "1 MB", "full", "1000 B"]
     assert pct(-0.0) == "0.0 %" and pct(None) == "n/a" and pct(1.257) == "125.7 %"
+
+
+def test_an_out_of_contract_system_is_never_ranked_above_the_rest(tmp_path):
+    ctl = {"t1": [(2, 1), (4, 2)], "t2": [(4, 1), (3, 0)]}
+    best = {("t1", "over"): [(2, 1), (4, 2)], ("t1", "sanity"): [(2, 1), (4, 2)]}
+    summ = fx.make_summary("0.1b", ctl, {
+        "replay_banc": {"ooc": True, **best},  # the highest retention, but out of contract
+        "gzip_tail": {("t1", "over"): [(1, 1), (2, 2)], ("t1", "sanity"): [(1, 1), (2, 2)]},
+        "vanilla": {("t1", "over"): [(0, 0)] * 2, ("t1", "sanity"): [(0, 0)] * 2},
+    })
+    doc, _ = retention.document([load(fx.write(tmp_path / "s.json", summ), "0.1b")], None, BOOT, "abc")
+    rows = [line.split(" | ")[0][2:] for line in doc.markdown().splitlines() if line.startswith("| ")][1:]
+    assert rows == ["gzip_tail", "vanilla", "replay_banc*"]
+
+
+def test_retention_is_undefined_where_score_a_is_negative():
+    # T2 discrimination below chance in the control: B/A would flip its sign
+    iv = retention_interval([-0.5, -0.25], [0.5, 0.25], BOOT)
+    assert iv.point is None and iv.reason == "A < 0" and iv.low is None
+    iv = retention_interval([0.5, -0.6, 0.2], [0.5, 0.5, 0.5], BOOT)  # mean A > 0, many resamples not
+    assert iv.point is not None and iv.low is None and iv.reason.startswith("A <= 0 in ")
+    ctl = [{"task": "t2", "episode": 0, "query_id": f"q{i}", "kind": k, "marker": "#x", "expected": "",
+            "response": r} for i, (k, r) in enumerate([("trigger", "no"), ("non_trigger", "yes #x")])]
+    cell = fold_cell("t2", ctl, [{**r, "response": "#x", "fiche_bytes": 0, "declared_tokens": 0, "metered_tokens": 0,
+                                   "token_cap": 1, "out_of_contract": False, "budget_bytes": 120} for r in ctl])
+    assert cell["score_A"] == -1.0 and cell["retention"] is None
+    assert "negative" in cell["retention_undefined"] and "flip its sign" in cell["retention_undefined"]

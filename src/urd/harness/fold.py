@@ -3,7 +3,8 @@
 Every figure is re-derived from the raw responses: verdicts are judged again here, so the
 summary and a later offline rescore cannot disagree unless the judging code changed (which
 `rescore` reports). Retention B/A is the ratio of the episode means of score B and score A,
-with the per-episode values beside it; where mean A is 0 it is undefined, with the reason.
+with the per-episode values beside it; where mean A is 0 or negative it is undefined, with the
+reason.
 """
 
 from __future__ import annotations
@@ -81,9 +82,17 @@ def fold_cell(task: str, control: list[dict], records: list[dict]) -> dict:
         "metered_tokens": _stat([r["metered_tokens"] for r in per_episode]),
         "token_cap": _stat([r["token_cap"] for r in per_episode]),
     }
-    if mean_a is None or mean_a == 0:
+    if mean_a is None:
+        cell["retention"] = None
+        cell["retention_undefined"] = ("no episode has a score A (a reduced run without seen-key, or "
+                                       "without trigger and non-trigger, queries): B/A has no value")
+    elif mean_a == 0:
         cell["retention"] = None
         cell["retention_undefined"] = "score A (in-session control) is 0 on these episodes: B/A has no value"
+    elif mean_a < 0:
+        cell["retention"] = None
+        cell["retention_undefined"] = ("score A (in-session control) is negative on these episodes (T2 "
+                                       "discrimination below chance): B/A would flip its sign")
     else:
         cell["retention"] = _r(mean_b / mean_a)
     if task == "t1":

@@ -50,7 +50,7 @@ def episode_scores(task: str, records: list[dict]) -> dict:
         unseen = [r for r in records if r["kind"] == "unseen"]
         correct = sum(r["verdict"] == "correct" for r in seen)
         return {
-            "score": correct / len(seen) if seen else 0.0,
+            "score": correct / len(seen) if seen else None,  # no seen-key query: no recall to score
             "correct": correct,
             "seen": len(seen),
             "cold_correct": sum(r["verdict"] == "correct" for r in seen if r["kind"] == "cold"),
@@ -58,6 +58,7 @@ def episode_scores(task: str, records: list[dict]) -> dict:
         }
     trig = [r for r in records if r["kind"] == "trigger"]
     non = [r for r in records if r["kind"] == "non_trigger"]
-    rt = sum(r["verdict"] == "applied" for r in trig) / len(trig) if trig else 0.0
-    rn = sum(r["verdict"] == "applied" for r in non) / len(non) if non else 0.0
-    return {"score": rt - rn, "rate_trigger": rt, "rate_non_trigger": rn}
+    # a class with no query has no rate, and then there is no discrimination to score
+    rt = sum(r["verdict"] == "applied" for r in trig) / len(trig) if trig else None
+    rn = sum(r["verdict"] == "applied" for r in non) / len(non) if non else None
+    return {"score": None if rt is None or rn is None else rt - rn, "rate_trigger": rt, "rate_non_trigger": rn}

@@ -42,11 +42,11 @@ class Bootstrap:
 
 @dataclass(frozen=True)
 class Interval:
-    point: float | None          # mean(B) / mean(A) over all episodes; None when mean A is 0
+    point: float | None          # mean(B) / mean(A) over all episodes; None when mean A <= 0
     low: float | None
     high: float | None
     n_episodes: int
-    undefined_resamples: int     # resamples whose mean A is 0
+    undefined_resamples: int     # resamples whose mean A is <= 0
     reason: str | None = None    # why the point or the interval is undefined
 
     def as_dict(self) -> dict:
@@ -70,7 +70,8 @@ def resample_indices(n: int, resamples: int, seed: int) -> np.ndarray:
 def ratio_of_means(a, b) -> float | None:
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     ma = a.mean()
-    return None if ma == 0 else float(b.mean() / ma)
+    # a negative A (T2 discrimination below chance) would flip the ratio's sign: no value either
+    return None if ma <= 0 else float(b.mean() / ma)
 
 
 def retention_interval(score_a, score_b, boot: Bootstrap) -> Interval:
@@ -83,14 +84,15 @@ def retention_interval(score_a, score_b, boot: Bootstrap) -> Interval:
         return Interval(None, None, None, 0, 0, "no episodes")
     point = ratio_of_means(a, b)
     if point is None:
-        return Interval(None, None, None, n, boot.resamples, "A = 0")
+        return Interval(None, None, None, n, boot.resamples, "A = 0" if a.mean() == 0 else "A < 0")
     idx = resample_indices(n, boot.resamples, boot.seed)
     ma, mb = a[idx].mean(axis=1), b[idx].mean(axis=1)
-    ok = ma != 0
+    ok = ma > 0
     undefined = int((~ok).sum())
     if undefined > boot.resamples * (1 - boot.level) / 2:
         share = undefined / boot.resamples
-        return Interval(point, None, None, n, undefined, f"A = 0 in {share:.1%} of resamples")
+        what = "A = 0" if (ma[~ok] == 0).all() else "A <= 0"
+        return Interval(point, None, None, n, undefined, f"{what} in {share:.1%} of resamples")
     ratios = mb[ok] / ma[ok]
     alpha = (1 - boot.level) / 2
     low, high = np.quantile(ratios, [alpha, 1 - alpha])

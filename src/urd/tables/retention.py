@@ -55,7 +55,10 @@ def system_order(summary: dict, order: list[str] | None) -> list[str]:
 
 
 def episode_pairs(cell: dict) -> tuple[list[float], list[float]]:
-    eps = sorted(cell["episodes"], key=lambda e: e["episode"])
+    """Per-episode scores A and B, leaving out an episode without a score (a reduced run's
+    episode with no query of a class), as the cell's point estimate does."""
+    eps = sorted((e for e in cell["episodes"] if e["score_A"] is not None and e["score_B"] is not None),
+                 key=lambda e: e["episode"])
     return [e["score_A"] for e in eps], [e["score_B"] for e in eps]
 
 
@@ -90,12 +93,14 @@ def _columns(cells: list[Cell]) -> list[tuple[str, str]]:
 
 def rank(systems: list[str], by_key: dict, cols: list[tuple[str, str]]) -> list[str]:
     """The write-up's row order: by the first column's retention, highest first; undefined
-    last; ties keep the given (config) order."""
+    last; ties keep the given (config) order. Out-of-contract systems are never ranked with the
+    rest: they follow every ranked row, in the same order among themselves."""
     def key(item):
         pos, system = item
         first = by_key.get((system, *cols[0])) if cols else None
         point = first.interval.point if first else None
-        return (point is None, -(point or 0.0), pos)
+        ooc = any(c.out_of_contract for k, c in by_key.items() if k[0] == system)
+        return (ooc, point is None, -(point or 0.0), pos)
     return [s for _, s in sorted(enumerate(systems), key=key)]
 
 
@@ -110,8 +115,8 @@ def block_rows(cells: list[Cell], oracle: dict | None) -> tuple[list[str], list[
         mine = [by_key.get((system, t, s)) for t, s in cols]
         label = system + ("*" if any(c and c.out_of_contract for c in mine) else "")
         texts = [c.text() if c else "not run" for c in mine]
-        for i, row in enumerate(rows):  # merge with an identical row, as the write-up does
-            if row == texts:
+        for i, row in enumerate(rows):  # merge with an identical row, as the write-up does,
+            if row == texts and names[i][0].endswith("*") == label.endswith("*"):  # never across the contract
                 names[i].append(label)
                 break
         else:
