@@ -5,7 +5,8 @@
 
 CTL = config["controls"]
 CONTROLS_CODE = code_digest(
-    "urd.controls", "urd.run", "urd.harness", "urd.systems", "urd.backbone", "urd.tasks", "urd.calibrate", "urd.verify"
+    "urd.controls", "urd.run", "urd.harness", "urd.systems", "urd.backbone", "urd.tasks", "urd.calibrate", "urd.verify",
+    "urd.provenance",
 )
 CEIL_RECIPES = CTL["ceiling"]["recipes"]
 BITS = CTL["bits_curve"]

@@ -9,7 +9,8 @@ from urd.replay import plan as replay_plan
 REPLAY = replay_plan.replay_recipes(config)  # {system: recipe}
 REPLAY_RECIPES = sorted(set(REPLAY.values()))
 REPLAY_CODE = code_digest(
-    "urd.replay", "urd.backbone.rwkv7_torch", "urd.backbone.wkv", "urd.backbone.tokenizer", "urd.verify"
+    "urd.replay", "urd.backbone.rwkv7_torch", "urd.backbone.wkv", "urd.backbone.tokenizer", "urd.verify",
+    "urd.provenance",
 )
 REPLAY_SETTINGS = config.get("replay", {})
 

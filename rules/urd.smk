@@ -13,7 +13,9 @@ rule oracle:
         spec=json.dumps(
             {**data_spec(config), "profiles": config["profiles"]}, sort_keys=True
         ),
-        code=code_digest("urd.oracle", "urd.tasks", "urd.backbone.tokenizer", "urd.verify"),
+        code=code_digest(
+            "urd.oracle", "urd.tasks", "urd.backbone.tokenizer", "urd.verify", "urd.provenance"
+        ),
     shell:
         "{PY} -m urd.oracle --spec {params.spec:q} --t1 {input.t1} --t2 {input.t2}"
         " --manifest {input.manifest} --verified {input.checked} --out {output}"

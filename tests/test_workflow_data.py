@@ -78,3 +78,14 @@ def test_a_file_changed_after_verification_is_refused_whatever_its_mtime(workflo
     assert "urd oracle FAILED: data/c1/t1.jsonl: SHA-256 mismatch: expected " in out, out
     assert "it changed after it was verified. Delete it and rerun (the calibrate rule rebuilds it" in out
     assert not (workflow / ORACLE).exists()
+
+
+def test_a_tampered_checkpoint_names_its_own_pin_and_rule(workflow):
+    model = "models/urd-tiny-rwkv7-L2-D128.pth"
+    snakemake(workflow, model, check=True)
+    _flip_byte(workflow / model, offset=4096)
+    proc = snakemake(workflow, f"results/urd/verified/{model}.sha256")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert f"urd verify FAILED: {model}: SHA-256 mismatch: expected " in out
+    assert "git checkout calibration/backbones.sha256" in out and "make_tiny" in out
