@@ -46,8 +46,8 @@ def test_tiny_end_to_end_with_a_plugin_then_rescore(plugin_workflow):
     assert head["declared_tokens"]["max"] == 0 and head["out_of_contract"] is False
     # a random-weight model scores 0 in session A: retention is undefined, with the reason
     for cell in (head, summary["cells"]["vanilla"]["t2"]["sanity"]):
-        if cell["score_A"] == 0:
-            assert cell["retention"] is None and "score A" in cell["retention_undefined"]
+        assert cell["score_A"] == 0  # tiny's seeded random weights recall nothing, apply no rule
+        assert cell["retention"] is None and "score A" in cell["retention_undefined"]
     prov = summary["provenance"]
     assert prov["checkpoint_sha256"] == (REPO / "calibration/backbones.sha256").read_text().split()[0]
     assert prov["master_seed"] == 20260807 and len(prov["config_sha256"]) == 64
