@@ -111,10 +111,13 @@ def test_published_builds_for_tiny_from_a_fresh_copy(workflow):
     for (_, system, task, split), row in rows.items():
         cell = summary["cells"][system][task][split]
         if cell["retention"] is None:
-            assert row["retention"] == "" and row["undefined"] == "A = 0"
+            # a reduced run's T2 episode may hold no trigger query: no score at all, not 0
+            want = "no scored episodes" if cell["score_A"] is None else "A = 0"
+            assert row["retention"] == "" and row["undefined"] == want
         else:
             assert float(row["retention"]) == pytest.approx(cell["retention"], abs=1e-6)
-        assert float(row["score_A"]) == cell["score_A"] and float(row["score_B"]) == cell["score_B"]
+        for key in ("score_A", "score_B"):
+            assert (row[key] == "") if cell[key] is None else (float(row[key]) == cell[key])
     for f in ("retention.md", "side_metrics.md", "side_metrics.csv"):
         assert (workflow / "results/urd/tables" / f).stat().st_size > 0
     assert (workflow / "results/urd/figures/retention_tiny.png").exists()

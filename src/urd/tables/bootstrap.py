@@ -81,7 +81,7 @@ def retention_interval(score_a, score_b, boot: Bootstrap) -> Interval:
         raise ValueError(f"score A and score B must be paired per episode, got {a.shape} and {b.shape}")
     n = a.size
     if n == 0:
-        return Interval(None, None, None, 0, 0, "no episodes")
+        return Interval(None, None, None, 0, 0, "no scored episodes")
     point = ratio_of_means(a, b)
     if point is None:
         return Interval(None, None, None, n, boot.resamples, "A = 0" if a.mean() == 0 else "A < 0")
