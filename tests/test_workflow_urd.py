@@ -45,9 +45,12 @@ def test_tiny_end_to_end_with_a_plugin_then_rescore(plugin_workflow):
     assert 0 < head["fiche_bytes"]["max"] <= 120
     assert head["declared_tokens"]["max"] == 0 and head["out_of_contract"] is False
     # a random-weight model scores 0 in session A: retention is undefined, with the reason
-    for cell in (head, summary["cells"]["vanilla"]["t2"]["sanity"]):
-        assert cell["score_A"] == 0  # tiny's seeded random weights recall nothing, apply no rule
-        assert cell["retention"] is None and "score A" in cell["retention_undefined"]
+    assert head["score_A"] == 0  # tiny's seeded random weights recall nothing
+    assert head["retention"] is None and "score A (in-session control) is 0" in head["retention_undefined"]
+    # two queries an episode: both T2 episodes start with non-trigger queries, so no discrimination
+    t2 = summary["cells"]["vanilla"]["t2"]["sanity"]
+    assert t2["score_A"] is None and t2["rate_trigger_A"] is None and t2["rate_non_trigger_A"] == 0.0
+    assert t2["retention"] is None and "no episode has a score A" in t2["retention_undefined"]
     prov = summary["provenance"]
     assert prov["checkpoint_sha256"] == (REPO / "calibration/backbones.sha256").read_text().split()[0]
     assert prov["master_seed"] == 20260807 and len(prov["config_sha256"]) == 64
