@@ -1,4 +1,4 @@
-# Backbones: fetched at a pinned revision (0.1b, 0.4b) or generated from a seed (tiny), then
+# Backbones: fetched from the Hub (0.1b, 0.4b; pinned by SHA-256 and size) or generated from a seed (tiny), then
 # verified against calibration/backbones.sha256 like every other pinned input.
 
 BACKBONE_MANIFEST = "calibration/backbones.sha256"
@@ -17,17 +17,17 @@ def pinned_sha256(path):
 
 
 def fetch_args(wildcards):
-    """URLs for the fetch job; an unpinned revision is refused by the fetch itself, loudly."""
+    """The fetch job's pin and sources; a file missing from the manifest is refused by the job."""
     b = FETCHED[wildcards.file]
     src = b["source"]
     args = [
-        "--repo", src["repo"], "--revision", str(src["revision"]), "--base-url", src["base_url"],
+        "--repo", src["repo"], "--revision", src["revision"], "--base-url", src["base_url"],
         "--file", b["file"], "--sha256", pinned_sha256(f"models/{b['file']}"),
     ]
     if b.get("size"):
         args += ["--size", str(b["size"])]
     for m in b.get("mirrors", []):
-        args += ["--mirror", f"{m.rstrip('/')}/{b['file']}"]
+        args += ["--mirror", m]
     return " ".join(args)
 
 
@@ -45,7 +45,7 @@ if FETCHED:
         log:
             "logs/fetch/{file}.log",
         shell:
-            "{PY} -m urd.backbone.fetch_pinned {params.args} --dest {output} 2> {log}"
+            "{PY} -m urd.backbone.fetch {params.args} --dest {output} 2> {log}"
 
 
 if GENERATED:

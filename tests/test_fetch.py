@@ -1,101 +1,19 @@
-"""Checkpoint fetch against a real loopback HTTP server (Range support and misbehaviours)."""
+"""Checkpoint fetch against a real loopback server: the Hub through huggingface_hub, mirrors over
+plain HTTP (Range support and misbehaviours)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
-import re
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from loopback_http import FileServer
 
-from urd.errors import DigestMismatch, InputError
-from urd.fetch import FetchError, SizeMismatch, backbone_sources, fetch_checkpoint, hf_resolve_url
-
-_RANGE = re.compile(r"^bytes=(\d+)-(\d*)$")
-
-
-class FileServer:
-    """Serves ``files[path]``; ``modes[path]`` picks a behaviour:
-
-    ``ok`` (honours ``Range: bytes=N-[M]``), ``ignore_range`` (always 200 + whole body),
-    ``truncate:K`` (announces the full length, sends K bytes, hangs up), ``status:C``.
-    Every request is logged as ``(method, path, Range header or None)``.
-    """
-
-    def __init__(self):
-        self.files: dict[str, bytes] = {}
-        self.modes: dict[str, str] = {}
-        self.log: list[tuple[str, str, str | None]] = []
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # keep pytest output clean
-                pass
-
-            def do_GET(self):
-                rng = self.headers.get("Range")
-                server.log.append(("GET", self.path, rng))
-                body = server.files.get(self.path)
-                mode = server.modes.get(self.path, "ok")
-                if body is None:
-                    return self.send_error(404)
-                if mode.startswith("status:"):
-                    return self.send_error(int(mode.split(":")[1]))
-                start, end = 0, len(body) - 1
-                m = _RANGE.match(rng or "")
-                if m and mode != "ignore_range":
-                    start = int(m.group(1))
-                    if m.group(2):
-                        end = min(int(m.group(2)), end)
-                    if start >= len(body):
-                        self.send_response(416)
-                        self.send_header("Content-Range", f"bytes */{len(body)}")
-                        self.send_header("Content-Length", "0")
-                        self.end_headers()
-                        return
-                    self.send_response(206)
-                    self.send_header("Content-Range", f"bytes {start}-{end}/{len(body)}")
-                else:
-                    self.send_response(200)
-                chunk = body[start : end + 1]
-                self.send_header("Content-Length", str(len(chunk)))
-                self.send_header("Accept-Ranges", "bytes")
-                self.end_headers()
-                if mode.startswith("truncate:"):
-                    self.wfile.write(chunk[: int(mode.split(":")[1])])
-                    self.wfile.flush()
-                    self.close_connection = True
-                    return
-                self.wfile.write(chunk)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
-
-    @property
-    def base(self) -> str:
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def url(self, path: str) -> str:
-        return self.base + path
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(5)
-
-
-# ---------------------------------------------------------------- tests
+from urd.backbone.fetch import FetchError, SizeMismatch, fetch_backbone, fetch_checkpoint
+from urd.errors import DigestMismatch
 
 BLOB = hashlib.sha256(b"urd").digest() * 4096  # 128 KiB, deterministic, not all one byte
 BLOB_SHA = hashlib.sha256(BLOB).hexdigest()
@@ -230,22 +148,104 @@ def test_all_sources_failing_names_each(server, tmp_path):
     assert "/nope: HTTP 404" in str(ei.value) and "/gone: HTTP 404" in str(ei.value)
 
 
-def test_hf_resolve_url_needs_a_pinned_commit():
-    rev = "a" * 40
-    assert hf_resolve_url("BlinkDL/rwkv7-g1", rev, "x.pth") == f"https://huggingface.co/BlinkDL/rwkv7-g1/resolve/{rev}/x.pth"
-    with pytest.raises(InputError, match="revision: expected a 40-hex commit id, got 'main'"):
-        hf_resolve_url("BlinkDL/rwkv7-g1", "main", "x.pth")
-    url, mirrors = backbone_sources({"file": "x.pth", "repo": "BlinkDL/rwkv7-g1", "revision": rev, "base_url": "http://127.0.0.1:1/", "mirror": "http://m/x.pth"})
-    assert url == f"http://127.0.0.1:1/BlinkDL/rwkv7-g1/resolve/{rev}/x.pth" and mirrors == ["http://m/x.pth"]
+REPO_ID = "BlinkDL/rwkv7-g1"
+COMMIT = "c0ffee" + "0" * 34
 
 
-def test_cli_success_and_failure(server, tmp_path):
+@pytest.fixture
+def hub(server, monkeypatch):
+    """The loopback server as the Hub: HF_ENDPOINT points the client at it, as RWKV users do."""
+    server.hub_file(REPO_ID, "m.pth", BLOB, commit=COMMIT)
+    monkeypatch.setenv("HF_ENDPOINT", server.base)
+    return server
+
+
+def hub_fetch(dest, **kw):
+    said = []
+    kw = {"sha256": BLOB_SHA, "size": len(BLOB), "repo": REPO_ID, "say": said.append, **kw}
+    return fetch_backbone(dest, **kw), said
+
+
+def test_hub_main_resolves_to_a_commit_and_the_bytes_are_verified(hub, tmp_path):
+    dest = tmp_path / "models" / "m.pth"
+    out, said = hub_fetch(dest, base_url="http://127.0.0.1:1")  # HF_ENDPOINT wins over base_url
+    assert out == dest and dest.read_bytes() == BLOB
+    assert any(f"{REPO_ID}@main is commit {COMMIT}" in line for line in said)
+    paths = [(m, p) for m, p, _ in hub.log]
+    assert ("HEAD", f"/{REPO_ID}/resolve/main/m.pth") in paths
+    assert ("GET", f"/cdn/{BLOB_SHA}") in paths  # the bytes come from the commit main pointed to
+    assert sorted(p.name for p in dest.parent.iterdir()) == [".hub", "m.pth"]
+    assert not list((dest.parent / ".hub").glob("*.pth"))  # moved into place, not copied
+
+
+def test_hub_announcing_other_bytes_fetches_nothing(hub, tmp_path):
+    dest = tmp_path / "m.pth"
+    with pytest.raises(DigestMismatch) as ei:
+        hub_fetch(dest, sha256="0" * 64)
+    assert BLOB_SHA in str(ei.value) and "nothing was fetched" in " ".join(ei.value.__notes__)
+    assert not [p for m, p, _ in hub.log if p.startswith("/cdn/")] and not dest.exists()
+
+
+def test_hub_announcing_another_size_fetches_nothing(hub, tmp_path):
+    with pytest.raises(SizeMismatch, match=f"expected {len(BLOB) + 1} bytes, actual {len(BLOB)} bytes"):
+        hub_fetch(tmp_path / "m.pth", size=len(BLOB) + 1)
+    assert not [p for m, p, _ in hub.log if p.startswith("/cdn/")]
+
+
+def test_hub_serving_other_bytes_than_pinned_fails_and_no_mirror_papers_over_it(hub, tmp_path):
+    tampered = bytes(reversed(BLOB))
+    hub.hub_file(REPO_ID, "m.pth", tampered, commit="d" * 40, announce=BLOB_SHA)
+    hub.files["/mirror/m.pth"] = BLOB
+    dest = tmp_path / "m.pth"
+    with pytest.raises(DigestMismatch) as ei:
+        hub_fetch(dest, mirrors=[hub.url("/mirror")])
+    assert hashlib.sha256(tampered).hexdigest() in str(ei.value)
+    assert not dest.exists() and not list(tmp_path.rglob("m.pth"))
+    assert not [p for _, p, _ in hub.log if p.startswith("/mirror")]
+
+
+def test_unreachable_hub_falls_back_to_the_mirrors_in_order(server, tmp_path, monkeypatch):
+    with FileServer() as dead:
+        refused = dead.base
+    monkeypatch.setenv("HF_ENDPOINT", refused)
+    server.files["/mirror2/m.pth"] = BLOB
+    dest = tmp_path / "m.pth"
+    out, said = hub_fetch(dest, mirrors=[server.url("/mirror1"), server.url("/mirror2")])
+    assert dest.read_bytes() == BLOB
+    assert [p for _, p, _ in server.log] == ["/mirror1/m.pth", "/mirror2/m.pth"]
+    assert any("the Hub failed" in line and refused in line for line in said)
+
+
+def test_every_source_failing_names_each_and_keeps_the_pin(hub, tmp_path):
+    with pytest.raises(FetchError) as ei:
+        hub_fetch(tmp_path / "m.pth", revision="no-such-branch", mirrors=[hub.url("/gone")])
+    msg = str(ei.value)
+    assert "at no-such-branch: RevisionNotFoundError" in msg and "/gone/m.pth: HTTP 404" in msg
+
+
+def test_an_interrupted_hub_download_resumes_where_it_stopped(hub, tmp_path, monkeypatch):
+    import huggingface_hub.constants
+
+    # 16 KiB chunks, so a 128 KiB file is written in parts before the connection drops
+    monkeypatch.setattr(huggingface_hub.constants, "DOWNLOAD_CHUNK_SIZE", 1 << 14)
+    cdn = f"/cdn/{BLOB_SHA}"
+    hub.modes[cdn] = "truncate:40000"  # every answer hangs up after 40,000 bytes
+    dest = tmp_path / "m.pth"
+    hub_fetch(dest)
+    assert dest.read_bytes() == BLOB
+    ranges = [r for _, p, r in hub.log if p == cdn]
+    assert ranges[0] is None and ranges[1:] == [f"bytes={k * 32768}-" for k in range(1, len(ranges))]
+
+
+def test_cli_success_and_failure(hub, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     dest = tmp_path / "m.pth"
-    base = [sys.executable, "-m", "urd.fetch", "--url", server.url("/m.pth"), "--dest", str(dest)]
+    base = [sys.executable, "-m", "urd.backbone.fetch", "--repo", REPO_ID, "--file", "m.pth", "--dest", str(dest)]
     bad = subprocess.run(base + ["--sha256", "2" * 64], env=env, capture_output=True, text=True)
     assert bad.returncode == 1 and "SHA-256 mismatch" in bad.stderr and BLOB_SHA in bad.stderr
     assert not dest.exists()
+    unpinned = subprocess.run(base + ["--sha256", "unpinned"], env=env, capture_output=True, text=True)
+    assert unpinned.returncode == 1 and "no line pins models/m.pth" in unpinned.stderr
     ok = subprocess.run(base + ["--sha256", BLOB_SHA, "--size", str(len(BLOB))], env=env, capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
-    assert dest.read_bytes() == BLOB and "100 %" in ok.stderr
+    assert dest.read_bytes() == BLOB and f"is commit {COMMIT}" in ok.stderr

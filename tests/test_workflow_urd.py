@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -99,14 +100,39 @@ def test_the_real_scale_dag_is_fetch_run_fold_with_a_spend_line(workflow):
     assert re.search(r"urd planned spend \(124 jobs to run\): GPU 11\.35 h, CPU \d+\.\d\d h, US\$ \d+\.\d\d", out)
 
 
-def test_fetching_without_a_pinned_revision_fails_and_says_what_to_set(workflow):
-    proc = snakemake(workflow, "models/rwkv7-g1d-0.1b-20260129-ctx8192.pth")
-    log = (workflow / "logs/fetch/rwkv7-g1d-0.1b-20260129-ctx8192.pth.log").read_text()
+CKPT = "models/rwkv7-g1d-0.1b-20260129-ctx8192.pth"
+
+
+@pytest.fixture()
+def loopback_hub(monkeypatch):
+    """A Hub on loopback, reached as RWKV users reach a mirror: through HF_ENDPOINT."""
+    from loopback_http import FileServer
+
+    with FileServer() as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.base)
+        yield hub
+
+
+def test_the_default_revision_fetches_the_pinned_bytes_from_main(workflow, loopback_hub):
+    body = b"a checkpoint this test pins itself\n" * 1000
+    sha = hashlib.sha256(body).hexdigest()
+    manifest = workflow / "calibration/backbones.sha256"
+    manifest.write_text(re.sub(rf"^\S+(  {re.escape(CKPT)})$", sha + r"\1", manifest.read_text(), flags=re.M))
+    loopback_hub.hub_file("BlinkDL/rwkv7-g1", CKPT.split("/")[1], body, commit="e" * 40)
+    snakemake(workflow, CKPT, check=True)
+    assert (workflow / CKPT).read_bytes() == body
+    assert f"BlinkDL/rwkv7-g1@main is commit {'e' * 40}" in (workflow / f"logs/fetch/{CKPT.split('/')[1]}.log").read_text()
+
+
+def test_a_hub_serving_other_bytes_than_the_pin_fails_the_job_and_leaves_nothing(workflow, loopback_hub):
+    body = b"not the pinned checkpoint"
+    loopback_hub.hub_file("BlinkDL/rwkv7-g1", CKPT.split("/")[1], body, commit="f" * 40)
+    proc = snakemake(workflow, CKPT)
+    out = proc.stdout + proc.stderr
+    pinned = "e10d7b1930c2644c5c6b194444774d6d82ec8212a78763493149de09aac7d83f"
     assert proc.returncode != 0
-    assert "source.revision for rwkv7-g1d-0.1b-20260129-ctx8192.pth: expected the 40-hex commit" in log
-    # the reason reaches the terminal too (profiles/default: show-failed-logs)
-    assert "expected the 40-hex commit" in proc.stdout + proc.stderr
-    assert not (workflow / "models/rwkv7-g1d-0.1b-20260129-ctx8192.pth").exists()
+    assert "SHA-256 mismatch" in out and pinned in out and hashlib.sha256(body).hexdigest() in out
+    assert not (workflow / CKPT).exists() and not list((workflow / "models").rglob("*.pth"))
 
 
 REDUCED = ["--config", "evaluate_episodes=1", "evaluate_queries=2"]

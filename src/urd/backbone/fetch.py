@@ -1,14 +1,19 @@
-"""Fetch a pinned checkpoint: resumable HTTP download, SHA-256 verified, atomic rename.
+"""Fetch a pinned checkpoint: the Hub through ``huggingface_hub``, mirrors over plain HTTP.
 
-Why httpx and not ``huggingface_hub.hf_hub_download``: the hub client trusts its own
-protocol (a HEAD request answered with ``X-Repo-Commit`` / ``X-Linked-Etag`` headers), stores
-files in its cache layout (``blobs/`` + ``snapshots/`` symlinks, keyed by etag) and never checks
-the bytes against a digest *we* pinned. Our pin is the SHA-256 in config (found in third-party
-sources, upstream deletes old files from ``main``), the ModelScope mirror speaks plain HTTP, and
-the tests serve files from a loopback ``http.server``. A plain streaming GET with ``Range``
-covers all three; we only borrow the hub's URL scheme (:func:`hf_resolve_url`).
+The pin is the SHA-256 in ``calibration/backbones.sha256`` (and the size, where known), not a
+commit: upstream names its files by date and deletes old ones from ``main``, so the default
+revision is ``main``, resolved to a commit at fetch time and written to the log. Whatever
+answers must deliver the pinned bytes.
 
-Files on disk during a fetch:
+* **Hub** (:func:`fetch_from_hub`): ``huggingface_hub`` does the transfer (its resume, Xet,
+  retries, and the ``HF_ENDPOINT`` convention, which overrides the configured ``base_url``). A
+  HEAD first reads the file's size and LFS ETag (the SHA-256 of an LFS file), so a wrong pin
+  fails before a byte is fetched; the download is staged in ``<models>/.hub/`` and moved into
+  place only after size and SHA-256 match.
+* **Mirrors** (:func:`fetch_checkpoint`, e.g. ModelScope, tried in order when the Hub cannot
+  be reached): a streaming GET to ``dest.part`` with ``Range`` resume.
+
+Files on disk during a mirror fetch:
 
 * ``dest`` appears only after size and SHA-256 both match, by ``os.replace`` from ``dest.part``.
 * ``dest.part`` survives *network* failures only (connection refused, reset, timeout, HTTP
@@ -17,8 +22,11 @@ Files on disk during a fetch:
   deletes ``dest.part``: a corrupt part would otherwise be resumed, and fail, forever. When a
   resumed download fails the digest, the old prefix may be what is wrong, so the file is
   fetched once more from byte 0 before the mismatch is reported.
-* A digest mismatch is never retried on a mirror: a wrong pin or a tampered source must fail
-  loudly, not be papered over by whichever source happens to agree.
+* A digest mismatch is never retried on another source: a wrong pin or a tampered source must
+  fail loudly, not be papered over by whichever source happens to agree.
+
+    python -m urd.backbone.fetch --repo BlinkDL/rwkv7-g1 [--revision main] --file F.pth \
+        --sha256 <hex> [--size N] [--base-url URL] [--mirror BASE_URL ...] --dest models/F.pth
 """
 
 from __future__ import annotations
@@ -34,7 +42,7 @@ from typing import Callable, Iterable, Sequence
 
 import httpx
 
-from .errors import DigestMismatch, InputError, UrdError
+from ..errors import DigestMismatch, InputError, UrdError
 
 Progress = Callable[[int, "int | None"], None]
 
@@ -43,7 +51,6 @@ DEFAULT_TIMEOUT = 30.0  # seconds without a byte (connect/read), not a cap on th
 PROGRESS_INTERVAL = 1.0  # seconds between progress reports: enough for a log, not a flood
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_COMMIT = re.compile(r"^[0-9a-f]{40}$")
 _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
 
 
@@ -67,35 +74,6 @@ class _RestartFromZero(Exception):
     """Internal: a resumed download failed its digest; the prefix may be the culprit."""
 
 
-def hf_resolve_url(repo: str, revision: str, file: str, base_url: str = "https://huggingface.co") -> str:
-    """The Hub's download URL for ``file`` at a pinned commit.
-
-    A branch name is refused: ``main`` moves and upstream deletes old files from it, so only a
-    40-hex commit id reproduces the same bytes.
-    """
-    if not _COMMIT.match(revision or ""):
-        raise InputError("backbone pin", "revision", "a 40-hex commit id", revision)
-    if not repo or repo.count("/") != 1:
-        raise InputError("backbone pin", "repo", "'owner/name'", repo)
-    return f"{base_url.rstrip('/')}/{repo}/resolve/{revision}/{file}"
-
-
-def backbone_sources(entry: dict, where: str = "config backbones") -> tuple[str, list[str]]:
-    """(primary URL, mirror URLs) for a ``backbones:`` config entry.
-
-    ``mirror`` (a URL or a list of URLs) must be complete file URLs: mirrors do not share the
-    Hub's path scheme, so we do not guess one.
-    """
-    for key in ("file", "repo", "revision"):
-        if not entry.get(key):
-            raise InputError(where, key, "a non-empty string", entry.get(key))
-    url = hf_resolve_url(entry["repo"], entry["revision"], entry["file"], entry.get("base_url") or "https://huggingface.co")
-    mirrors = entry.get("mirror") or []
-    if isinstance(mirrors, str):
-        mirrors = [mirrors]
-    return url, list(mirrors)
-
-
 def fetch_checkpoint(
     url: str,
     dest: str | os.PathLike,
@@ -113,21 +91,11 @@ def fetch_checkpoint(
     raises :class:`DigestMismatch` if it exists with another one (we never delete a file we did
     not write). See the module docstring for what is left on disk after each failure.
     """
-    sha256 = sha256.lower()
-    if not _SHA256.match(sha256):
-        raise InputError(dest, "sha256", "64 lowercase hex digits", sha256)
-    if size is not None and (not isinstance(size, int) or size < 0):
-        raise InputError(dest, "size", "a non-negative integer or null", size)
     dest = Path(dest)
+    sha256 = _check_pin(dest, sha256, size)
     part = dest.with_name(dest.name + ".part")
-
-    if dest.exists():
-        actual = _sha256_of(dest)
-        if actual == sha256:
-            return dest
-        exc = DigestMismatch(dest, sha256, actual)
-        exc.add_note("the existing file was left untouched; delete it to download again")
-        raise exc
+    if _already_there(dest, sha256):
+        return dest
 
     dest.parent.mkdir(parents=True, exist_ok=True)
     own_client = client is None
@@ -265,28 +233,147 @@ def _print_progress(done: int, total: int | None) -> None:
         print(f"  {done / 1e6:,.1f} MB", file=sys.stderr, flush=True)
 
 
+def fetch_backbone(
+    dest: str | os.PathLike,
+    *,
+    sha256: str,
+    size: int | None,
+    repo: str,
+    revision: str = "main",
+    base_url: str = "https://huggingface.co",
+    mirrors: Sequence[str] = (),
+    say: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+) -> Path:
+    """The Hub first, then each mirror (a base URL the file name is appended to) on network errors."""
+    dest = Path(dest)
+    endpoint = os.environ.get("HF_ENDPOINT") or base_url
+    try:
+        return fetch_from_hub(dest, sha256=sha256, size=size, repo=repo, revision=revision, endpoint=endpoint, say=say)
+    except _SourceFailed as exc:
+        hub = f"{endpoint.rstrip('/')}/{repo} at {revision}: {exc}"
+    urls = [f"{base.rstrip('/')}/{dest.name}" for base in mirrors]
+    if not urls:
+        raise FetchError(f"{dest}: the only source failed:\n  {hub}")
+    say(f"urd fetch: the Hub failed ({hub}); trying {len(urls)} mirror(s)")
+    try:
+        return fetch_checkpoint(urls[0], dest, sha256=sha256, size=size, mirrors=urls[1:], progress=_print_progress)
+    except FetchError as exc:
+        head, _, tried = str(exc).partition(":\n  ")
+        raise FetchError(f"{head}:\n  {hub}\n  {tried}") from None
+
+
+def fetch_from_hub(
+    dest: Path,
+    *,
+    sha256: str,
+    size: int | None,
+    repo: str,
+    revision: str,
+    endpoint: str,
+    say: Callable[[str], None],
+) -> Path:
+    """Download ``dest.name`` from a Hub repository at ``revision`` (a branch or a commit)."""
+    # Imported here: the workflow builds its DAG without loading the Hub client.
+    import httpx2
+    from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
+    from huggingface_hub.errors import EntryNotFoundError, FileMetadataError, HfHubHTTPError, OfflineModeIsEnabled
+
+    sha256 = _check_pin(dest, sha256, size)
+    if _already_there(dest, sha256):
+        return dest
+    unreachable = (HfHubHTTPError, EntryNotFoundError, FileMetadataError, OfflineModeIsEnabled, httpx2.HTTPError)
+    try:
+        meta = get_hf_file_metadata(hf_hub_url(repo, dest.name, revision=revision, endpoint=endpoint), endpoint=endpoint)
+    except unreachable as exc:
+        raise _SourceFailed(_hub_reason(exc)) from exc
+    if not meta.commit_hash:
+        raise _SourceFailed("the answer carries no X-Repo-Commit header: not a Hub endpoint")
+    say(f"urd fetch: {repo}@{revision} is commit {meta.commit_hash}; {dest.name}: {meta.size} bytes, ETag {meta.etag}")
+    # Before any byte moves: the Hub announces an LFS file's size and SHA-256 (its ETag).
+    if size is not None and meta.size is not None and meta.size != size:
+        raise SizeMismatch(dest, size, meta.size)
+    if meta.etag and _SHA256.match(meta.etag) and meta.etag != sha256:
+        exc = DigestMismatch(dest, sha256, meta.etag)
+        exc.add_note(f"announced by {repo}@{meta.commit_hash} before download; nothing was fetched")
+        raise exc
+
+    staging = dest.parent / ".hub"  # the client's partial downloads live here between attempts
+    try:
+        got = Path(
+            hf_hub_download(repo, dest.name, revision=meta.commit_hash, endpoint=endpoint, local_dir=staging)
+        )
+    except unreachable as exc:
+        raise _SourceFailed(_hub_reason(exc)) from exc
+    actual_size = got.stat().st_size
+    if size is not None and actual_size != size:
+        got.unlink()
+        raise SizeMismatch(dest, size, actual_size)
+    actual = _sha256_of(got)
+    if actual != sha256:
+        got.unlink()
+        exc = DigestMismatch(dest, sha256, actual)
+        exc.add_note(f"source: {repo}@{meta.commit_hash} at {endpoint}; the download was deleted")
+        raise exc
+    os.replace(got, dest)
+    _fsync_dir(dest.parent)
+    say(f"urd fetch: {dest} OK ({actual_size} bytes, sha256 {sha256})")
+    return dest
+
+
+def _hub_reason(exc: BaseException) -> str:
+    """The first line of what the Hub client said, and of its cause (a refused connection hides there)."""
+    reason = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+    if exc.__cause__ is not None and str(exc.__cause__).strip():
+        reason += f" ({type(exc.__cause__).__name__}: {str(exc.__cause__).strip().splitlines()[0]})"
+    return reason
+
+
+def _check_pin(dest, sha256: str, size) -> str:
+    sha256 = sha256.lower()
+    if not _SHA256.match(sha256):
+        raise InputError(dest, "sha256", "64 lowercase hex digits", sha256)
+    if size is not None and (not isinstance(size, int) or size < 0):
+        raise InputError(dest, "size", "a non-negative integer or null", size)
+    return sha256
+
+
+def _already_there(dest: Path, sha256: str) -> bool:
+    """True if ``dest`` holds the pinned bytes; a file with other bytes is never overwritten."""
+    if not dest.exists():
+        return False
+    actual = _sha256_of(dest)
+    if actual == sha256:
+        return True
+    exc = DigestMismatch(dest, sha256, actual)
+    exc.add_note("the existing file was left untouched; delete it to download again")
+    raise exc
+
+
 def main(argv: Iterable[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m urd.fetch", description=__doc__.splitlines()[0])
-    ap.add_argument("--url", required=True)
+    ap = argparse.ArgumentParser(prog="python -m urd.backbone.fetch", description=__doc__.splitlines()[0])
+    ap.add_argument("--repo", required=True, help="Hub repository, owner/name")
+    ap.add_argument("--revision", default="main", help="branch or commit (default: main); the SHA-256 is the pin")
+    ap.add_argument("--base-url", default="https://huggingface.co", help="Hub endpoint; HF_ENDPOINT overrides it")
+    ap.add_argument("--file", required=True)
     ap.add_argument("--dest", required=True)
     ap.add_argument("--sha256", required=True)
     ap.add_argument("--size", type=int, default=None)
-    ap.add_argument("--mirror", action="append", default=[], help="fallback URL, tried in order (repeatable)")
-    ap.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
-    ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--mirror", action="append", default=[], help="fallback base URL, tried in order (repeatable)")
     args = ap.parse_args(list(argv) if argv is not None else None)
     try:
-        path = fetch_checkpoint(
-            args.url, args.dest, sha256=args.sha256, size=args.size, mirrors=args.mirror,
-            timeout=args.timeout, progress=None if args.quiet else _print_progress,
+        if args.sha256 == "unpinned":
+            raise UrdError(f"calibration/backbones.sha256: no line pins models/{args.file}")
+        if Path(args.dest).name != args.file:
+            raise InputError("urd.backbone.fetch", "--dest", f"a path ending in {args.file}", args.dest)
+        fetch_backbone(
+            args.dest, sha256=args.sha256, size=args.size, repo=args.repo, revision=args.revision,
+            base_url=args.base_url, mirrors=args.mirror,
         )
     except UrdError as exc:
-        print(f"urd.fetch: error: {exc}", file=sys.stderr)
+        print(f"urd fetch FAILED: {exc}", file=sys.stderr)
         for note in getattr(exc, "__notes__", []):
             print(f"  {note}", file=sys.stderr)
         return 1
-    if not args.quiet:
-        print(f"urd.fetch: {path} OK (sha256 {args.sha256})", file=sys.stderr)
     return 0
 
 
