@@ -29,7 +29,7 @@ rule agentmem_trip_vs_move:
         model=agentmem_smk.MODEL_PATTERN,
     params:
         settings=lambda wc: agentmem_smk.settings_json(config["agentmem"]),
-        code=agentmem_smk.code_digest(),
+        code=code_digest("urd.agentmem.__main__"),
         estimate=lambda wc: agentmem_smk.trip_vs_move_estimate(config["agentmem"], wc.case, wc.model).line(),
         # The scripted arm tests the harness: its bar must hold, or the target fails.
         require_bar=lambda wc: "--require-bar" if wc.model == "scripted" else "",
@@ -55,7 +55,7 @@ rule agentmem_update_gate:
         model=agentmem_smk.MODEL_PATTERN,
     params:
         settings=lambda wc: agentmem_smk.settings_json(config["agentmem"]),
-        code=agentmem_smk.code_digest(),
+        code=code_digest("urd.agentmem.__main__"),
         estimate=lambda wc: agentmem_smk.update_gate_estimate(config["agentmem"], wc.model).line(),
         require_bar=lambda wc: "--require-bar" if wc.model == "scripted" else "",
     resources:

@@ -4,10 +4,7 @@
 # and rendered by `python -m urd.tables`. No state is tuned again: the artifacts are inputs.
 
 CTL = config["controls"]
-CONTROLS_CODE = code_digest(
-    "urd.controls", "urd.run", "urd.harness", "urd.systems", "urd.backbone", "urd.tasks", "urd.calibrate", "urd.verify",
-    "urd.provenance",
-)
+CONTROLS_CODE = code_digest("urd.controls.__main__")
 CEIL_RECIPES = CTL["ceiling"]["recipes"]
 BITS = CTL["bits_curve"]
 

@@ -25,7 +25,7 @@ rule calibrate:
         views=[*SESSION_A.values(), *SESSION_B.values()],
     params:
         spec=json.dumps(data_spec(config), sort_keys=True),
-        code=code_digest("urd.calibrate", "urd.tasks", "urd.rng", "urd.io"),
+        code=code_digest("urd.calibrate"),
     log:
         "logs/calibrate.log",
     shell:
@@ -43,6 +43,6 @@ rule verify:
     output:
         "results/urd/verified/{path}.sha256",
     params:
-        code=code_digest("urd.verify", "urd.manifest"),
+        code=code_digest("urd.verify"),
     shell:
         "{PY} -m urd.verify --manifest {input.manifest} --stamp {output} {input.data}"

@@ -8,10 +8,7 @@ from urd.replay import plan as replay_plan
 
 REPLAY = replay_plan.replay_recipes(config)  # {system: recipe}
 REPLAY_RECIPES = sorted(set(REPLAY.values()))
-REPLAY_CODE = code_digest(
-    "urd.replay", "urd.backbone.rwkv7_torch", "urd.backbone.wkv", "urd.backbone.tokenizer", "urd.verify",
-    "urd.provenance",
-)
+REPLAY_CODE = code_digest("urd.replay.tune")
 REPLAY_SETTINGS = config.get("replay", {})
 
 
@@ -110,7 +107,7 @@ if REPLAY_RECIPES:
         output:
             "results/urd/{scale}/replay_costs.json",
         params:
-            code=code_digest("urd.replay.costs", "urd.replay.artifact"),
+            code=code_digest("urd.replay.costs"),
         log:
             "logs/replay/{scale}/costs.log",
         shell:

@@ -10,7 +10,7 @@ from urd.tables import targets as T
 PUB_SCALES = T.published_scales(config)
 BOOT = json.dumps(config["publish"]["bootstrap"], sort_keys=True)
 DPI = config["publish"]["dpi"]
-TABLES_CODE = code_digest("urd.tables", "urd.rng", "urd.io", "urd.provenance", "urd.errors")
+TABLES_CODE = code_digest("urd.tables.__main__")
 SUMMARY = "results/urd/{scale}/summary.json"
 
 

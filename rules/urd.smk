@@ -13,9 +13,7 @@ rule oracle:
         spec=json.dumps(
             {**data_spec(config), "profiles": config["profiles"]}, sort_keys=True
         ),
-        code=code_digest(
-            "urd.oracle", "urd.tasks", "urd.backbone.tokenizer", "urd.verify", "urd.provenance"
-        ),
+        code=code_digest("urd.oracle"),
     shell:
         "{PY} -m urd.oracle --spec {params.spec:q} --t1 {input.t1} --t2 {input.t2}"
         " --manifest {input.manifest} --verified {input.checked} --out {output}"
@@ -30,19 +28,19 @@ rule oracle:
 
 from urd.estimate import cell_cpu_seconds
 from urd.run import cell_spec
-from urd.systems.registry import resolve as resolve_system
+from urd.systems.registry import resolve as resolve_system, system_module
 
 TASKS = ["t1", "t2"]
 SPLITS = sorted(config["profiles"][PROFILE]["budgets"])
 BUDGETS = config["profiles"][PROFILE]["budgets"]
 SYSTEMS = list(config["systems"])
 DATA = {"t1": T1_DATA, "t2": T2_DATA}
-HARNESS_CODE = code_digest(
-    "urd.run", "urd.harness", "urd.systems", "urd.backbone.adapter", "urd.backbone.batch",
-    "urd.backbone.state", "urd.backbone.rwkv_pkg", "urd.backbone.tokenizer", "urd.tasks",
-    "urd.replay.artifact", "urd.controls.tuned", "urd.io", "urd.errors", "urd.verify",
-    "urd.manifest",
-)
+RUN_CODE = code_digest("urd.run")
+
+
+def cell_code(wildcards):
+    """The runner's code and the cell's own system module (a plug-in's edits rerun its cells only)."""
+    return code_digest("urd.run", system_module(wildcards.system, config["plugins"]))
 CELL = "results/urd/{scale}/{system}/{task}/{split}"
 
 # A system that does not exist or lacks the interface fails here, before any model is loaded.
@@ -83,7 +81,7 @@ rule prefill:
         states="results/urd/{scale}/prefill/{task}.bin",
     params:
         spec=_spec,
-        code=HARNESS_CODE,
+        code=RUN_CODE,
     resources:
         cpu_seconds=lambda wc: cell_cpu_seconds(config, wc.scale, wc.task, "prefill"),
     log:
@@ -106,7 +104,7 @@ rule control:
         "results/urd/{scale}/control/{task}/raw.jsonl",
     params:
         spec=_spec,
-        code=HARNESS_CODE,
+        code=RUN_CODE,
     resources:
         cpu_seconds=lambda wc: cell_cpu_seconds(config, wc.scale, wc.task, "control"),
     log:
@@ -138,7 +136,7 @@ rule consolidate:
         spec=_spec,
         budget=lambda wc: BUDGETS[wc.split],
         artifacts=lambda wc: replay_artifacts_arg(wc),
-        code=HARNESS_CODE,
+        code=cell_code,
     resources:
         cpu_seconds=lambda wc: cell_cpu_seconds(
             config, wc.scale, wc.task, "consolidate", wc.system, wc.split
@@ -162,7 +160,7 @@ rule answer:
         CELL + "/raw.jsonl",
     params:
         spec=_spec,
-        code=HARNESS_CODE,
+        code=cell_code,
     resources:
         cpu_seconds=lambda wc: cell_cpu_seconds(
             config, wc.scale, wc.task, "answer", wc.system, wc.split
@@ -175,9 +173,6 @@ rule answer:
         " --verified {input.model_checked} {input.checked} --out {output} 2> {log}"
 
 
-JUDGE_CODE = code_digest(
-    "urd.run", "urd.harness", "urd.tasks", "urd.io", "urd.errors", "urd.verify", "urd.manifest"
-)
 
 
 # Judging reads two small files and runs no model: never worth a cluster job.
@@ -195,7 +190,7 @@ rule judge_control:
         "results/urd/{scale}/control/{task}/responses.jsonl",
     params:
         spec=_spec,
-        code=JUDGE_CODE,
+        code=RUN_CODE,
     log:
         "logs/urd/{scale}/control/{task}.judge.log",
     shell:
@@ -213,7 +208,7 @@ rule judge:
         CELL + "/responses.jsonl",
     params:
         spec=_spec,
-        code=JUDGE_CODE,
+        code=RUN_CODE,
     log:
         "logs/urd/{scale}/{system}/{task}/{split}.judge.log",
     shell:
@@ -242,15 +237,13 @@ rule summary:
         static=lambda wc: json.dumps(
             {
                 "config_sha256": config_digest(config),
-                "code_sha256": HARNESS_CODE,
+                "code_sha256": code_digest("urd.run", *(system_module(s, config["plugins"]) for s in SYSTEMS)),
                 "master_seed": config["master_seed"],
                 "checkpoint": config["backbones"][wc.scale]["file"],
             },
             sort_keys=True,
         ),
-        code=code_digest(
-            "urd.summarize", "urd.harness.fold", "urd.harness.scoring", "urd.tasks", "urd.provenance"
-        ),
+        code=code_digest("urd.summarize"),
     log:
         "logs/urd/{scale}/summary.log",
     shell:

@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     report["provenance"] = {
         "data": {args.t1: sha256_file(args.t1), args.t2: sha256_file(args.t2)},
         "manifest_sha256": sha256_file(args.manifest),
-        "code_sha256": code_digest("urd.oracle", "urd.tasks", "urd.backbone.tokenizer"),
+        "code_sha256": code_digest("urd.oracle"),
         "commit": git_commit(),
         "packages": package_versions(),
         "master_seed": config["master_seed"],

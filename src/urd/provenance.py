@@ -1,41 +1,144 @@
 """Provenance: digests of the code, config and data an output was computed from.
 
-Snakemake does not rerun a `shell:` rule when the Python it calls changes, so each rule takes
-`code_digest(...)` of the package modules it uses as a param: a code change reruns what it affects.
+Snakemake does not rerun a rule when the Python it calls changes, so each rule takes
+``code_digest(entry module, ...)`` as a param. The digest covers the entry's import closure, read
+from the source (nothing is imported, so the DAG is built without torch): every module of this
+package, or beside a plug-in, that an ``import`` statement anywhere in the closure names, each
+package's ``__init__``, and the data files packaged beside them. Editing a module reruns exactly
+the jobs whose entry reaches it.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib.util
 import platform
 import subprocess
+import sysconfig
+from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
 from .io import sha256_file
 
-PACKAGES = ("snakemake", "rwkv", "torch", "numpy", "anthropic", "httpx", "pyyaml")
+PACKAGES = ("snakemake", "rwkv", "torch", "numpy", "anthropic", "httpx", "huggingface_hub", "pyyaml")
+URD_DIR = Path(__file__).resolve().parent
+DATA_SUFFIXES = (".json", ".md", ".yaml", ".txt")
+_INSTALLED = {Path(sysconfig.get_paths()[k]).resolve() for k in ("stdlib", "platstdlib", "purelib", "platlib")}
 
 
-def _module_files(name: str) -> list[Path]:
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.origin is None:
-        raise ModuleNotFoundError(name)
-    origin = Path(spec.origin)
-    if spec.submodule_search_locations:  # a package: every .py below it
-        return sorted(origin.parent.rglob("*.py"))
-    return [origin]
-
-
-def code_digest(*modules: str) -> str:
-    """SHA-256 over (path relative to the package root, bytes) of each module's source files."""
+def code_digest(*entries: str) -> str:
+    """SHA-256 over (module name or data path, bytes) of everything :func:`code_closure` finds."""
     h = hashlib.sha256()
-    root = Path(importlib.util.find_spec("urd").origin).parent.parent
-    files = sorted({f for m in modules for f in _module_files(m)})
-    for f in files:
-        h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
+    for key, path in code_closure(*entries):
+        h.update(key.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
+
+
+@lru_cache(maxsize=None)
+def code_closure(*entries: str) -> tuple[tuple[str, Path], ...]:
+    """(key, file) for each module the entries reach by import statements, plus package data.
+
+    Modules outside this package are followed only when they sit beside an entry that is not
+    installed (a plug-in such as ``my_systems``): the interpreter and installed libraries are
+    pinned by version, not digested.
+    """
+    local_dirs = {URD_DIR.parent}
+    for name in entries:
+        path = _locate(name, None)
+        if path is None:
+            raise ModuleNotFoundError(f"code_digest: no module named {name!r}")
+        if not _installed(path) or name.split(".")[0] == "urd":
+            local_dirs.add(_import_root(name, path))
+    found: dict[str, Path] = {}
+    todo = list(entries)
+    while todo:
+        name = todo.pop()
+        if name in found:
+            continue
+        path = _locate(name, local_dirs)
+        if path is None:
+            continue
+        found[name] = path
+        parent = name.rpartition(".")[0]
+        if parent:
+            todo.append(parent)  # importing a.b runs a/__init__.py
+        todo.extend(_imports(name, path))
+    out = sorted((name.replace(".", "/") + ("/__init__.py" if p.name == "__init__.py" else ".py"), p) for name, p in found.items())
+    for name, p in list(found.items()):
+        if p.name == "__init__.py":
+            out.extend(_package_data(name, p.parent))
+    return tuple(sorted(out))
+
+
+def _locate(name: str, local_dirs: set[Path] | None) -> Path | None:
+    """The source file of module ``name``, found without importing anything; None outside local_dirs.
+
+    Only a top-level name goes through ``find_spec`` (which imports the parents of a dotted
+    name); submodules are looked up as files below it.
+    """
+    top, *rest = name.split(".")
+    if top == "urd":
+        base = URD_DIR
+    else:
+        try:
+            spec = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            return None
+        if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+            return None
+        base = Path(spec.origin).resolve()
+        base = base.parent if base.name == "__init__.py" else base.with_suffix("")
+    base = base.joinpath(*rest)
+    path = base / "__init__.py" if (base / "__init__.py").is_file() else base.with_suffix(".py")
+    if not path.is_file():
+        return None
+    if local_dirs is not None and not any(path.is_relative_to(d) for d in local_dirs):
+        return None
+    return path
+
+
+def _import_root(name: str, path: Path) -> Path:
+    """The directory on sys.path that module ``name`` at ``path`` was found under."""
+    depth = name.count(".") + (1 if path.name == "__init__.py" else 0)
+    return path.parents[depth]
+
+
+def _installed(path: Path) -> bool:
+    return any(path.is_relative_to(d) for d in _INSTALLED)
+
+
+@lru_cache(maxsize=None)
+def _imports(name: str, path: Path) -> tuple[str, ...]:
+    """Every module an import statement in ``path`` may load (function-level imports included)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = []
+    for node in ast.walk(ast.parse(path.read_bytes(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            out.extend(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module
+            out.append(mod)
+            out.extend(f"{mod}.{a.name}" for a in node.names if a.name != "*")  # submodules
+    return tuple(out)
+
+
+def _package_data(name: str, folder: Path) -> list[tuple[str, Path]]:
+    """Data files read at run time: in the package folder and its non-package subfolders."""
+    out = []
+    for p in sorted(folder.rglob("*")):
+        if p.suffix not in DATA_SUFFIXES or not p.is_file() or "__pycache__" in p.parts:
+            continue
+        sub = p.parent
+        if sub != folder and any((d / "__init__.py").is_file() for d in [sub, *sub.parents] if d.is_relative_to(folder) and d != folder):
+            continue  # belongs to a subpackage: digested when that package is reached
+        out.append((name.replace(".", "/") + "/" + p.relative_to(folder).as_posix(), p))
+    return out
 
 
 def git_commit(cwd: str | Path = ".") -> str | None:

@@ -80,7 +80,7 @@ def provenance(args) -> dict:
         prov["checkpoint_sha256"] = Path(args.checkpoint_stamp).read_text().split()[0]
     if args.manifest:
         prov["data_manifest_sha256"] = sha256_file(args.manifest)
-    prov["package_code_sha256"] = code_digest("urd")
+    prov["package_code_sha256"] = code_digest("urd.summarize")
     prov["commit"] = git_commit()
     prov["packages"] = package_versions()
     return prov

@@ -1,36 +1,21 @@
-"""What the Snakemake rules need at parse time: the settings as one argument, a digest
-of the code they run, and each target's spend estimate in whole US cents."""
+"""What the Snakemake rules need at parse time: the settings as one argument and each
+target's spend estimate in whole US cents."""
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
-from functools import lru_cache
-from pathlib import Path
 
 from ..io import canonical_json
 from . import estimate as estimate_mod
 from .runtime import routes_for
 from .settings import validate
 
-PACKAGE_DIRS = (Path(__file__).parent, Path(__file__).parent.parent / "llm")
 #: A model name as a target path segment: no slash, no spaces.
 MODEL_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 
 
 def settings_json(agentmem: Mapping) -> str:
     return canonical_json(agentmem)
-
-
-@lru_cache(maxsize=1)
-def code_digest() -> str:
-    """SHA-256 over the suites' modules and data: a rule param, so a change reruns them."""
-    h = hashlib.sha256()
-    for root in PACKAGE_DIRS:
-        for path in sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in (".py", ".json", ".md")):
-            h.update(path.relative_to(root.parent).as_posix().encode())
-            h.update(path.read_bytes())
-    return h.hexdigest()
 
 
 def trip_vs_move_estimate(agentmem: Mapping, case: str, model: str) -> estimate_mod.Estimate:

@@ -155,8 +155,7 @@ def main(argv: list[str] | None = None) -> int:
                                 if device.type == "cuda" else None),
             "checkpoint": Path(args.checkpoint).name,
             "checkpoint_sha256": stamp,
-            "code_sha256": code_digest("urd.replay", "urd.backbone.rwkv7_torch", "urd.backbone.wkv",
-                                       "urd.backbone.tokenizer"),
+            "code_sha256": code_digest("urd.replay.tune"),
             "torch": torch.__version__,
             # where it ran: a SLURM job (and its partition) or a workstation
             "slurm_job_id": os.environ.get("SLURM_JOB_ID"),

@@ -24,6 +24,14 @@ BUILTIN = {
 RESERVED = {"control"}  # the in-session control's results directory
 
 
+def system_module(name: str, plugins: dict | None = None) -> str:
+    """The module that defines system ``name`` (its code digest's entry), without importing it."""
+    target = {**BUILTIN, **(plugins or {})}.get(name)
+    if target is None:
+        raise InputError("config", "systems", "a known system or a plugins entry", name)
+    return target.partition(":")[0]
+
+
 def resolve(name: str, plugins: dict | None = None, source: str = "config") -> type:
     table = {**BUILTIN, **(plugins or {})}
     if name in RESERVED:

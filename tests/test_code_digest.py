@@ -1,0 +1,81 @@
+"""Rerun digests come from the import closure of a job's entry module, plug-ins included."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from urd.provenance import code_closure, code_digest
+
+
+@pytest.fixture()
+def plugin_dir(tmp_path, monkeypatch):
+    (tmp_path / "my_plugin.py").write_text(textwrap.dedent("""
+        import numpy  # installed: pinned by version, not digested
+        from urd.systems.base import MemorySystem
+
+        def helper():
+            from my_helpers import shorten  # a function-level import still counts
+            return shorten
+    """))
+    (tmp_path / "my_helpers.py").write_text("def shorten(x):\n    return x[:10]\n")
+    (tmp_path / "unrelated.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    code_closure.cache_clear()
+    yield tmp_path
+    code_closure.cache_clear()
+
+
+def keys(*entries):
+    return [k for k, _ in code_closure(*entries)]
+
+
+def test_a_plugin_closure_holds_its_helpers_and_the_package_modules_it_imports(plugin_dir):
+    got = keys("my_plugin")
+    assert {"my_plugin.py", "my_helpers.py", "urd/systems/base.py", "urd/systems/__init__.py", "urd/__init__.py"} <= set(got)
+    assert "unrelated.py" not in got and not any(k.startswith("numpy") for k in got)
+    assert "my_plugin" not in sys.modules and "my_helpers" not in sys.modules  # read, never imported
+
+
+def test_editing_a_module_changes_exactly_the_digests_that_reach_it(plugin_dir):
+    plugin_cell = code_digest("urd.run", "my_plugin")
+    builtin_cell = code_digest("urd.run", "urd.systems.vanilla")
+    with open(plugin_dir / "my_helpers.py", "a") as fh:
+        fh.write("# edited\n")
+    code_closure.cache_clear()
+    assert code_digest("urd.run", "my_plugin") != plugin_cell
+    assert code_digest("urd.run", "urd.systems.vanilla") == builtin_cell
+
+
+def test_the_runner_closure_follows_lazy_imports_and_not_the_systems_it_names_by_string():
+    got = keys("urd.run")
+    # cmd_consolidate imports the runner inside the function; the runner reaches the batch decoder
+    assert {"urd/harness/runner.py", "urd/backbone/batch.py", "urd/tasks/views.py"} <= set(got)
+    # the registry names built-in systems by string: each cell adds its own system module
+    assert "urd/systems/summary.py" not in got and "urd/systems/summary.py" in keys("urd.run", "urd.systems.summary")
+    assert "urd/tables/retention.py" not in got
+
+
+def test_package_data_read_at_run_time_is_digested():
+    got = keys("urd.agentmem.__main__")
+    assert "urd/agentmem/data/scripted_table.json" in got and any(k.startswith("urd/agentmem/data/notes/") for k in got)
+    assert "urd/llm/client.py" in got
+
+
+def test_an_unknown_entry_is_an_error_naming_it():
+    with pytest.raises(ModuleNotFoundError, match="no module named 'urd.nosuch'"):
+        code_digest("urd.nosuch")
+
+
+def test_digesting_every_entry_imports_no_model_code():
+    entries = ["urd.run", "urd.oracle", "urd.summarize", "urd.replay.tune", "urd.controls.__main__",
+               "urd.tables.__main__", "urd.agentmem.__main__", "urd.calibrate", "urd.verify"]
+    probe = f"import sys, urd.provenance as p; [p.code_digest(e) for e in {entries!r}]; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
