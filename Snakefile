@@ -1,20 +1,17 @@
 # urd: every published table is a file target.
 #   snakemake results/urd/tiny/summary.json --cores 2     (offline, a random-weight backbone)
 #   snakemake results/urd/0.4b/summary.json --cores 8     (fetches the pinned checkpoint)
-# Logic lives in the `urd` package; rules only wire files to it.
+# Logic lives in the `urd` package: rules wire files to thin scripts in scripts/, and import
+# only urd.workflow (rules/common.smk) while the DAG is built.
 
 import json
 import re
 import sys
-
 from pathlib import Path
 
 import urd
 from snakemake.exceptions import WorkflowError
-from urd.config import config_digest, validate_config, validate_section
-from urd.errors import UrdError
-from urd.provenance import code_digest
-from urd.spend import register_spend_preview
+from urd.workflow import UrdError, register_spend_preview, validate_config, validate_section
 
 # A checkout's rules must run its own package: an editable install of another clone would
 # compute (and digest) other code without a word.
@@ -33,7 +30,10 @@ configfile: "config/config.yaml"
 try:
     validate_config(config, "config/schema.yaml", source="config/config.yaml (+ --config)")
     validate_section(
-        config["agentmem"], "config/agentmem.schema.yaml", "config/agentmem.yaml (+ --config)", "agentmem"
+        config["agentmem"],
+        "config/agentmem.schema.yaml",
+        "config/agentmem.yaml (+ --config)",
+        "agentmem",
     )
 except UrdError as exc:  # one line naming the key, not a traceback
     raise WorkflowError(f"urd config: {exc}") from None
@@ -41,11 +41,10 @@ except UrdError as exc:  # one line naming the key, not a traceback
 # `snakemake -n` ends with the planned spend of the jobs still to run (GPU, CPU, API dollars).
 register_spend_preview(workflow, config["prices"], where="config/config.yaml")
 
-# The interpreter that runs Snakemake has urd installed; jobs use the same one.
-PY = sys.executable
 PROFILE = config["profile"]
 
 
+include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/backbone.smk"
 include: "rules/urd.smk"

@@ -100,7 +100,7 @@ def run_batched(bb, config, budgets, episodes, decode, systems, counter, irr):
             cache[ep["episode"]] = (tokens, *bb.prefill(tokens))
             irr.text(ep["transcript"])
 
-        def cached_handle():
+        def cached_handle(cache=cache):
             h = ModelHandle(bb)
             for tokens, logits, state in cache.values():
                 h.cache_prefix(tokens, logits, state)
@@ -121,7 +121,7 @@ def run_batched(bb, config, budgets, episodes, decode, systems, counter, irr):
                 crossing = [(r, fiches.read_one(r)) for r in recs]
                 d1 = counter.decoded
                 raw = answer_cell(fresh, b, crossing, decode, label=f"{name}/{task}/{split}")
-                for e, (rec, fiche) in zip(b, crossing):
+                for e, (_rec, fiche) in zip(b, crossing):
                     irr.text(fresh.context(fiche, e["header"]).text)
                 irr.replies([q["prompt"] for e in b for q in e["queries"]], counter.decoded - d1)
                 replies.update({(f"{name}/{split}", task, r["query_id"]): r["response"] for r in raw})
@@ -189,7 +189,7 @@ def main(argv=None) -> int:
         print(f"  {label}: {wall:.1f} s", flush=True)
         return out
 
-    batched = measure("batched (the workflow's path)", lambda eps, irr: run_batched(
+    measure("batched (the workflow's path)", lambda eps, irr: run_batched(
         bb, config, budgets, eps, decode, systems, counter, irr), args.episodes)
     if args.sequential_episodes:
         seq = measure("sequential (the old path)", lambda eps, irr: run_sequential(

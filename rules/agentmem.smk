@@ -1,13 +1,10 @@
 # Agent-memory suites: trip-vs-move and update-gate on the reference claim store.
 # Needs config["agentmem"] (config/agentmem.yaml, validated by config/agentmem.schema.yaml).
-# The rules only wire files to the package; `python -m urd.agentmem` does the work.
-import shlex
-import sys
+# The rules only wire files to the package; `python -m urd.agentmem` does the work. This file
+# also stands alone (included without rules/common.smk), so it imports what it uses itself.
+from urd import workflow as W
 
-from urd.agentmem import smk as agentmem_smk
 
-# The interpreter that parsed the workflow runs the jobs, so they import the same urd.
-AGENTMEM_CLI = f"{shlex.quote(sys.executable)} -m urd.agentmem"
 AGENTMEM_REGISTRIES = [
     "calibration/agentmem/notes.json",
     "calibration/agentmem/pair_sets.json",
@@ -26,20 +23,22 @@ rule agentmem_trip_vs_move:
         "logs/agentmem/trip-vs-move/{case}/{model}.log",
     wildcard_constraints:
         case="reader|mid-trip",
-        model=agentmem_smk.MODEL_PATTERN,
-    params:
-        settings=lambda wc: agentmem_smk.settings_json(config["agentmem"]),
-        code=code_digest("urd.agentmem.__main__"),
-        estimate=lambda wc: agentmem_smk.trip_vs_move_estimate(config["agentmem"], wc.case, wc.model).line(),
-        # The scripted arm tests the harness: its bar must hold, or the target fails.
-        require_bar=lambda wc: "--require-bar" if wc.model == "scripted" else "",
+        model=W.agentmem.MODEL_PATTERN,
+    conda:
+        "../envs/urd.yaml"
     resources:
-        usd_cents=lambda wc: agentmem_smk.trip_vs_move_cents(config["agentmem"], wc.case, wc.model),
+        usd_cents=lambda wc: W.agentmem.trip_vs_move_cents(config["agentmem"], wc.case, wc.model),
+    params:
+        suite=["trip-vs-move"],
+        settings=lambda wc: W.agentmem.settings_json(config["agentmem"]),
+        code=W.code_digest("urd.agentmem.__main__"),
+        estimate=lambda wc: W.agentmem.trip_vs_move_estimate(
+            config["agentmem"], wc.case, wc.model
+        ).line(),
     message:
         "{params.estimate}"
-    shell:
-        "{AGENTMEM_CLI} trip-vs-move run --case {wildcards.case} --model {wildcards.model}"
-        " --settings {params.settings:q} {params.require_bar} --output {output.report} 2> {log}"
+    script:
+        "../scripts/agentmem.py"
 
 
 rule agentmem_update_gate:
@@ -52,16 +51,17 @@ rule agentmem_update_gate:
     log:
         "logs/agentmem/update-gate/{model}.log",
     wildcard_constraints:
-        model=agentmem_smk.MODEL_PATTERN,
-    params:
-        settings=lambda wc: agentmem_smk.settings_json(config["agentmem"]),
-        code=code_digest("urd.agentmem.__main__"),
-        estimate=lambda wc: agentmem_smk.update_gate_estimate(config["agentmem"], wc.model).line(),
-        require_bar=lambda wc: "--require-bar" if wc.model == "scripted" else "",
+        model=W.agentmem.MODEL_PATTERN,
+    conda:
+        "../envs/urd.yaml"
     resources:
-        usd_cents=lambda wc: agentmem_smk.update_gate_cents(config["agentmem"], wc.model),
+        usd_cents=lambda wc: W.agentmem.update_gate_cents(config["agentmem"], wc.model),
+    params:
+        suite=["update-gate"],
+        settings=lambda wc: W.agentmem.settings_json(config["agentmem"]),
+        code=W.code_digest("urd.agentmem.__main__"),
+        estimate=lambda wc: W.agentmem.update_gate_estimate(config["agentmem"], wc.model).line(),
     message:
         "{params.estimate}"
-    shell:
-        "{AGENTMEM_CLI} update-gate run --model {wildcards.model}"
-        " --settings {params.settings:q} {params.require_bar} --output {output.report} 2> {log}"
+    script:
+        "../scripts/agentmem.py"

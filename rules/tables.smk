@@ -5,61 +5,86 @@
 # Each output goes into the report with a caption (written by the same job) naming the SHA-256
 # of every file it was built from and the commit.
 
-from urd.tables import targets as T
-
-PUB_SCALES = T.published_scales(config)
-BOOT = json.dumps(config["publish"]["bootstrap"], sort_keys=True)
-DPI = config["publish"]["dpi"]
-TABLES_CODE = code_digest("urd.tables.__main__")
-SUMMARY = "results/urd/{scale}/summary.json"
-
 
 rule retention_table:
     input:
         summaries=expand(SUMMARY, scale=PUB_SCALES),
         oracle="results/urd/oracle.json",
     output:
-        md=report(T.table_files("retention")["md"], caption=T.caption_abspath("retention"),
-                  category="Retention B/A", subcategory="table (Markdown)"),
-        csv=report(T.table_files("retention")["csv"], caption=T.caption_abspath("retention"),
-                   category="Retention B/A", subcategory="table (CSV)"),
-        html=report(T.table_files("retention")["html"], caption=T.caption_abspath("retention"),
-                    category="Retention B/A", subcategory="table"),
+        md=report(
+            T.table_files("retention")["md"],
+            caption=T.caption_abspath("retention"),
+            category="Retention B/A",
+            subcategory="table (Markdown)",
+        ),
+        csv=report(
+            T.table_files("retention")["csv"],
+            caption=T.caption_abspath("retention"),
+            category="Retention B/A",
+            subcategory="table (CSV)",
+        ),
+        html=report(
+            T.table_files("retention")["html"],
+            caption=T.caption_abspath("retention"),
+            category="Retention B/A",
+            subcategory="table",
+        ),
         caption=T.caption_file("retention"),
-    params:
-        summaries=T.labelled_args("summary", PUB_SCALES, SUMMARY),
-        systems=",".join(SYSTEMS),
-        omitted=",".join(T.omitted_scales(config)),
-        boot=BOOT,
-        code=TABLES_CODE,
     log:
         "logs/tables/retention.log",
-    shell:
-        "{PY} -m urd.tables retention {params.summaries} --oracle {input.oracle}"
-        " --systems {params.systems} --omitted {params.omitted:q} --bootstrap {params.boot:q}"
-        " --md {output.md} --csv {output.csv} --html {output.html} --caption {output.caption} 2> {log}"
+    conda:
+        ENV
+    params:
+        command="retention",
+        args=[
+            *T.labelled_args("summary", PUB_SCALES, SUMMARY),
+            "--oracle",
+            "results/urd/oracle.json",
+            "--systems",
+            ",".join(SYSTEMS),
+            "--omitted",
+            ",".join(T.omitted_scales(config)),
+            "--bootstrap",
+            BOOT,
+        ],
+        code=TABLES_CODE,
+    script:
+        "../scripts/tables.py"
 
 
 rule side_metrics_table:
     input:
         summaries=expand(SUMMARY, scale=PUB_SCALES),
     output:
-        md=report(T.table_files("side_metrics")["md"], caption=T.caption_abspath("side_metrics"),
-                  category="Side metrics", subcategory="table (Markdown)"),
-        csv=report(T.table_files("side_metrics")["csv"], caption=T.caption_abspath("side_metrics"),
-                   category="Side metrics", subcategory="table (CSV)"),
-        html=report(T.table_files("side_metrics")["html"], caption=T.caption_abspath("side_metrics"),
-                    category="Side metrics", subcategory="table"),
+        md=report(
+            T.table_files("side_metrics")["md"],
+            caption=T.caption_abspath("side_metrics"),
+            category="Side metrics",
+            subcategory="table (Markdown)",
+        ),
+        csv=report(
+            T.table_files("side_metrics")["csv"],
+            caption=T.caption_abspath("side_metrics"),
+            category="Side metrics",
+            subcategory="table (CSV)",
+        ),
+        html=report(
+            T.table_files("side_metrics")["html"],
+            caption=T.caption_abspath("side_metrics"),
+            category="Side metrics",
+            subcategory="table",
+        ),
         caption=T.caption_file("side_metrics"),
-    params:
-        summaries=T.labelled_args("summary", PUB_SCALES, SUMMARY),
-        systems=",".join(SYSTEMS),
-        code=TABLES_CODE,
     log:
         "logs/tables/side_metrics.log",
-    shell:
-        "{PY} -m urd.tables side {params.summaries} --systems {params.systems}"
-        " --md {output.md} --csv {output.csv} --html {output.html} --caption {output.caption} 2> {log}"
+    conda:
+        ENV
+    params:
+        command="side",
+        args=[*T.labelled_args("summary", PUB_SCALES, SUMMARY), "--systems", ",".join(SYSTEMS)],
+        code=TABLES_CODE,
+    script:
+        "../scripts/tables.py"
 
 
 # One rule per published scale: a report caption is a fixed path, so each figure gets its own.
@@ -71,21 +96,34 @@ for _scale in PUB_SCALES:
         input:
             summary=SUMMARY.format(scale=_scale),
         output:
-            png=report(T.retention_png(_scale), caption=T.caption_abspath(f"retention_figure_{_scale}"),
-                       category="Retention B/A", subcategory=f"figure, {_scale}"),
+            png=report(
+                T.retention_png(_scale),
+                caption=T.caption_abspath(f"retention_figure_{_scale}"),
+                category="Retention B/A",
+                subcategory=f"figure, {_scale}",
+            ),
             caption=T.caption_file(f"retention_figure_{_scale}"),
-        params:
-            scale=_scale,
-            systems=",".join(SYSTEMS),
-            boot=BOOT,
-            dpi=DPI,
-            code=TABLES_CODE,
         log:
             f"logs/tables/retention_figure_{_scale}.log",
-        shell:
-            "{PY} -m urd.tables retention-figure --summary {params.scale}={input.summary}"
-            " --scale {params.scale} --systems {params.systems} --bootstrap {params.boot:q}"
-            " --dpi {params.dpi} --png {output.png} --caption {output.caption} 2> {log}"
+        conda:
+            ENV
+        params:
+            command="retention-figure",
+            args=[
+                "--summary",
+                f"{_scale}={SUMMARY.format(scale=_scale)}",
+                "--scale",
+                _scale,
+                "--systems",
+                ",".join(SYSTEMS),
+                "--bootstrap",
+                BOOT,
+                "--dpi",
+                DPI,
+            ],
+            code=TABLES_CODE,
+        script:
+            "../scripts/tables.py"
 
 
 if config["controls"]["enabled"]:

@@ -6,6 +6,7 @@ Each is a plug-in as a user would write one from the README; the harness must ca
 from __future__ import annotations
 
 import re
+import typing
 
 from urd.systems.base import MemorySystem
 
@@ -18,7 +19,7 @@ class Stash(MemorySystem):
     the answer up in session B."""
 
     name = "stash"
-    kept: dict = {}
+    kept: typing.ClassVar[dict] = {}  # shared on purpose: the cheat keeps the transcript on the class
 
     def consolidate(self, transcript, budget_bytes):
         found = dict(_RECORD.findall(transcript))

@@ -12,10 +12,10 @@ import pytest
 
 # One session-wide SLURM test cluster for every module that asks for it (a module importing the
 # fixture itself would get its own, and a second cluster cannot start while the first runs).
-from slurm_cluster import slurm_cluster  # noqa: F401,E402
+from slurm_cluster import slurm_cluster  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[1]
-WORKFLOW_FILES = ("Snakefile", "rules", "config", "calibration", "profiles", "scripts")
+WORKFLOW_FILES = ("Snakefile", "rules", "scripts", "envs", "config", "calibration", "profiles")
 
 
 @pytest.fixture(scope="session")
@@ -40,10 +40,14 @@ def workflow(tmp_path) -> Path:
     return copy_workflow(tmp_path / "wf")
 
 
-def snakemake(workdir: Path, *args: str, check: bool = False) -> subprocess.CompletedProcess:
+def snakemake(
+    workdir: Path, *args: str, check: bool = False, env: dict | None = None, timeout: float = 900
+) -> subprocess.CompletedProcess:
+    """The one way tests run Snakemake: this interpreter, this checkout's package, 2 cores."""
     cmd = [sys.executable, "-m", "snakemake", "--cores", "2", "--nolock", *args]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, env=env)
+    env = {**(os.environ if env is None else env), "PYTHONUNBUFFERED": "1"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [env.get("PYTHONPATH"), str(REPO / "src")]))
+    proc = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, env=env, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
     return proc

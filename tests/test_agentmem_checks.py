@@ -129,7 +129,7 @@ def test_iv_the_move_must_be_kept():
 def test_trip_alone_needs_the_home_and_the_trip_current():
     home = claim("c1", "The user lives in Lajpat Nagar, Delhi.", HOME)
     trip = claim("c2", "The user is in Mumbai for a week for work, as of 2026-10-08.", TRIP)
-    alone = lambda rows, v=2: evaluate(rows, [], trip_alone=True, case="mid-trip", version=v)  # noqa: E731
+    alone = lambda rows, v=2: evaluate(rows, [], trip_alone=True, case="mid-trip", version=v)
     assert alone([home, trip])["pass"]
     assert alone([trip])["missing"] == ["a_home_in_delhi"]
     assert alone([home])["missing"] == ["b_trip_current"]

@@ -3,14 +3,12 @@ loads config/agentmem.yaml, validates it and includes rules/agentmem.smk)."""
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import snakemake as run_snakemake
 
 REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 LIVE = "results/trip-vs-move/reader/claude-sonnet-5-5/report.json"
 SCRIPTED = ["results/trip-vs-move/reader/scripted/report.json", "results/update-gate/scripted/report.json"]
 
@@ -30,9 +28,9 @@ def workdir(tmp_path):
 
 
 def snakemake(workdir, *args):
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    env.pop("ANTHROPIC_API_KEY", None)
-    return subprocess.run([str(SNAKEMAKE), *args], cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
+    env = dict(os.environ)
+    env.pop("ANTHROPIC_API_KEY", None)  # a live arm must never be reachable from a test
+    return run_snakemake(workdir, *args, env=env)
 
 
 def test_dry_run_of_a_live_target_prints_the_estimate_in_dollars(workdir):

@@ -45,7 +45,7 @@ def test_a_new_claim_is_probed_against_earlier_notes_claims_sharing_a_subject(tm
     store = ClaimStore.create(tmp_path / "s.sqlite")
     for name in ("a.md", "b.md"):
         store.add_note(name, date(2026, 1, 1), "0" * 64, "x")
-    add = lambda text, subjects, note: store.claim(  # noqa: E731
+    add = lambda text, subjects, note: store.claim(
         store.add_claim(text, subjects=subjects, source_note=note, asserted=date(2026, 1, 1), read_at=date(2026, 1, 1))
     )
     home = add("The user lives in Porto.", ["user", "porto"], "a.md")

@@ -149,7 +149,7 @@ def test_tokens_processed_counts_forwarded_tokens(bb, episodes):
     ]
     for prompts in cases:
         shortest = min(map(len, prompts))
-        prefix = min(len(os.path.commonprefix(prompts)), shortest - 1)
+        prefix = min(len(os.path.commonprefix(prompts)), shortest - 1)  # noqa: RUF071 (token lists, compared element-wise)
         assert prefix > 0
         n0 = bb.tokens_processed
         want = sequential(bb, prompts, None, max_new_tokens=8, stop=("e",))
@@ -161,7 +161,7 @@ def test_tokens_processed_counts_forwarded_tokens(bb, episodes):
         # batched: the same, but the shared prefix goes through once instead of once per prompt,
         # and a prompt asked twice is decoded once
         unique = {tuple(p): len(p) + len(g.tokens) - 1 for p, g in zip(prompts, want)}
-        prefix = min(len(os.path.commonprefix([list(u) for u in unique])), min(map(len, unique)) - 1)
+        prefix = min(len(os.path.commonprefix([list(u) for u in unique])), min(map(len, unique)) - 1)  # noqa: RUF071
         assert bb.tokens_processed - n0 == sum(unique.values()) - (len(unique) - 1) * prefix
 
 

@@ -7,8 +7,7 @@ import pytest
 import torch
 
 from urd.backbone.rwkv_pkg import load_rwkv7
-from urd.backbone.tiny import (lora_dims, random_state_dict, rwkv7_shapes,
-                               write_tiny_checkpoint)
+from urd.backbone.tiny import lora_dims, random_state_dict, rwkv7_shapes, write_tiny_checkpoint
 
 
 def _sha(p):

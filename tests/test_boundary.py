@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import snakemake
 
-from conftest import REPO, snakemake
 from urd import calibrate
 from urd.io import atomic_write_jsonl, read_jsonl
 from urd.run import cell_spec
@@ -118,11 +118,11 @@ def test_the_dag_shows_the_boundary(workflow):
         jobs.setdefault(rule, []).append((inputs, output))
     assert {"prefill", "consolidate", "answer", "judge", "summary"} <= set(jobs)
     assert len(jobs["consolidate"]) == len(jobs["answer"]) == len(jobs["judge"])
-    for inputs, output in jobs["answer"]:
+    for inputs, _output in jobs["answer"]:
         assert "session_b.jsonl" in inputs and "fiches.jsonl" in inputs
         assert "session_a" not in inputs and "t1.jsonl," not in inputs + "," and "t2.jsonl," not in inputs + ","
         assert "prefill" not in inputs and "artifacts/" not in inputs
-    for inputs, output in jobs["consolidate"]:
+    for inputs, _output in jobs["consolidate"]:
         assert "session_a.jsonl" in inputs and "session_b" not in inputs
     summary_inputs = jobs["summary"][0][0]
     assert summary_inputs.count("fiches.jsonl") == summary_inputs.count("responses.jsonl") - 2

@@ -210,7 +210,7 @@ def test_unreachable_hub_falls_back_to_the_mirrors_in_order(server, tmp_path, mo
     monkeypatch.setenv("HF_ENDPOINT", refused)
     server.files["/mirror2/m.pth"] = BLOB
     dest = tmp_path / "m.pth"
-    out, said = hub_fetch(dest, mirrors=[server.url("/mirror1"), server.url("/mirror2")])
+    _, said = hub_fetch(dest, mirrors=[server.url("/mirror1"), server.url("/mirror2")])
     assert dest.read_bytes() == BLOB
     assert [p for _, p, _ in server.log] == ["/mirror1/m.pth", "/mirror2/m.pth"]
     assert any("the Hub failed" in line and refused in line for line in said)

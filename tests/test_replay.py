@@ -120,7 +120,7 @@ def tune(checkpoint, data, sha, recipe, settings, out, episode=0):
 @pytest.fixture(scope="module")
 def artifacts(tiny_checkpoint, t2_data, tmp_path_factory, keep_threads):
     """An in-contract artifact (2 passes over the transcript) and an out-of-contract one."""
-    data, ep, sha = t2_data
+    data, _, sha = t2_data
     root = tmp_path_factory.mktemp("artifacts")
     assert tune(tiny_checkpoint, data, sha, "replay_tune", {"steps": 2}, root / "replay_tune" / sha) == 0
     assert tune(tiny_checkpoint, data, sha, "replay_banc", {"steps": 2, "ctx": 900, "out_of_contract": True},

@@ -6,31 +6,23 @@ cluster (tests/slurm_cluster.py; skipped, saying why, where SLURM cannot run).""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-
 from conftest import copy_workflow
+from conftest import snakemake as smk
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"
-SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 SMALL = ["--config", "evaluate_episodes=2", "evaluate_queries=2"]
 PRICES = "(GPU US$0.60/h, CPU US$0.05/h as of 2026-11-30; API US$0.00)"
 
 
 def cells(systems=("replay_tune", "replay_banc"), tasks=("t1", "t2"), splits=("over", "sanity")):
     return [f"results/urd/tiny/{s}/{t}/{p}/responses.jsonl" for s in systems for t in tasks for p in splits]
-
-
-def smk(wd: Path, *args: str, env: dict | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
-    env = {**(env or os.environ), "PYTHONPATH": str(SRC)}
-    return subprocess.run([str(SNAKEMAKE), *args], cwd=wd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def dry_run(wd: Path, *args: str) -> tuple[dict[str, int], list[tuple], str]:

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 
-
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 import subprocess
-import sys
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from conftest import snakemake
 
 from urd.errors import InputError
 from urd.spend import check_prices, format_spend_line, planned_spend, register_spend_preview
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 PRICES = {"as_of": "2026-11-30", "gpu_usd_per_hour": 2.10, "cpu_usd_per_hour": 0.05}
 PRICE_TAIL = "(GPU US$2.10/h, CPU US$0.05/h as of 2026-11-30; API US$0.25)"
 
@@ -104,9 +102,7 @@ def workdir(tmp_path):
 
 
 def smk(wd: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
-    r = subprocess.run([str(SNAKEMAKE), "-c1", *args], cwd=wd, env=env, capture_output=True, text=True, timeout=120)
-    return r
+    return snakemake(wd, "-c1", *args)
 
 
 def last_line(r: subprocess.CompletedProcess) -> str:

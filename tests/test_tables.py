@@ -10,8 +10,8 @@ import struct
 import zlib
 
 import pytest
-
 import tables_fixtures as fx
+
 from urd.harness.fold import fold_cell
 from urd.rng import Stream
 from urd.tables import cli, controls, figures, retention

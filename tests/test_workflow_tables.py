@@ -9,9 +9,9 @@ import json
 import re
 
 import pytest
-
 import tables_fixtures as fx
 from conftest import snakemake
+
 from urd.io import sha256_file
 
 TABLE_RULES = ["retention_table", "side_metrics_table", "retention_figure_tiny", "published"]

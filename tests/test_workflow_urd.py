@@ -10,7 +10,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import REPO, snakemake
 
 TINY = "results/urd/tiny/summary.json"

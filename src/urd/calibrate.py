@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .config import load_config
 from .errors import UrdError
-from .io import jsonl_text, atomic_write_text
+from .io import atomic_write_text, jsonl_text
 from .manifest import verify_file, write_manifest
 from .tasks import t1, t2, views
 

@@ -67,6 +67,12 @@ def cell_cpu_seconds(config: dict, scale: str, task: str, step: str, system: str
     raise ValueError(f"unknown step {step!r}")
 
 
+def controls_cpu_seconds(config: dict, scale: str, tasks: list[str], evaluations: int) -> int:
+    """CPU seconds of a control job (ceiling, bits curve): each evaluation answers a task's
+    queries from a tuned state, as a cell's answer job does."""
+    return evaluations * sum(cell_cpu_seconds(config, scale, t, "answer") for t in tasks)
+
+
 # --- tuning jobs (urd.replay.tune): GPU seconds, run time and memory ------------------------
 # A tuning job is billed as GPU seconds: it holds one GPU from start to end. Its length is the
 # trained tokens (forward + backward) at the scale's stated throughput (config `train_speed`,

@@ -16,7 +16,7 @@ import importlib.util
 import platform
 import subprocess
 import sysconfig
-from functools import lru_cache
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 
@@ -36,7 +36,7 @@ def code_digest(*entries: str) -> str:
     return h.hexdigest()
 
 
-@lru_cache(maxsize=None)
+@cache
 def code_closure(*entries: str) -> tuple[tuple[str, Path], ...]:
     """(key, file) for each module the entries reach by import statements, plus package data.
 
@@ -109,7 +109,7 @@ def _installed(path: Path) -> bool:
     return any(path.is_relative_to(d) for d in _INSTALLED)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _imports(name: str, path: Path) -> tuple[str, ...]:
     """Every module an import statement in ``path`` may load (function-level imports included)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]

@@ -9,7 +9,8 @@ whether 1 or 600 episodes are generated.
 from __future__ import annotations
 
 import hashlib
-from typing import Sequence, TypeVar
+from collections.abc import Sequence
+from typing import TypeVar
 
 T = TypeVar("T")
 
@@ -24,7 +25,7 @@ class Stream:
         self._counter = 0
         self._buf = b""
 
-    def child(self, *parts: object) -> "Stream":
+    def child(self, *parts: object) -> Stream:
         """An independent stream derived from this one's key and a name."""
         return Stream(self._key.hex(), *parts)
 

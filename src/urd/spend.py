@@ -27,8 +27,9 @@ import datetime as _dt
 import logging
 import re
 import sys
+from collections.abc import Iterable, Mapping
 from decimal import ROUND_HALF_UP, Decimal
-from typing import Any, Iterable, Mapping, TextIO
+from typing import Any, TextIO
 
 from .errors import InputError, UrdError
 

@@ -50,7 +50,7 @@ class Estimate:
     @property
     def cents(self) -> int:
         # Rounded up: a planned-spend line must not read under the estimate.
-        return int(math.ceil(round(self.usd * 100, 6)))
+        return math.ceil(round(self.usd * 100, 6))
 
     def line(self) -> str:
         calls = f", at most {self.calls} calls" if self.calls is not None else ""

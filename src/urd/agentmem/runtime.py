@@ -7,7 +7,6 @@ from pathlib import Path
 
 from ..errors import InputError, UrdError
 from ..llm import LLM, SCRIPTED_MODEL, Backends, Meter, ReplayCache, Routes, ScriptedBackend
-from ..llm.anthropic_backend import AnthropicBackend
 from .purposes import PURPOSES
 from .scripted import ScriptedResponder, ScriptedTable
 from .settings import Settings
@@ -50,7 +49,7 @@ def build_llm(
         scripted = ScriptedBackend(ScriptedResponder(table or ScriptedTable.load()))
     backends = Backends(
         scripted=scripted,
-        live_factory=lambda: AnthropicBackend(
+        live_factory=lambda: _anthropic_backend()(
             max_retries=llm_cfg["max_retries"],
             timeout_s=llm_cfg["timeout_s"],
             prompt_cache=llm_cfg["prompt_cache"],
@@ -70,3 +69,11 @@ def fresh_run_dir(path: Path) -> Path:
     path.mkdir(parents=True)
     (path / RUN_MARKER).write_text("one trip-vs-move run's store; cleared when the run is repeated\n")
     return path
+
+
+def _anthropic_backend():
+    # Imported when a live arm is built: the SDK takes a second to import, and the workflow
+    # reads this module while it builds the DAG.
+    from ..llm.anthropic_backend import AnthropicBackend
+
+    return AnthropicBackend

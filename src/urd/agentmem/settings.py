@@ -94,7 +94,7 @@ def validate(raw: Mapping, origin: str) -> Settings:
         raise InputError(origin, where, f"a value matching {schema_path}", first.message)
     settings = Settings(raw=copy.deepcopy(dict(raw)), origin=origin)
     try:
-        settings.read_at
+        _ = settings.read_at  # parsed on access: a bad date fails here, naming the key
     except ValueError:
         raise InputError(origin, "agentmem.store.read_at", "null or a real YYYY-MM-DD date", raw["store"]["read_at"]) from None
     return settings

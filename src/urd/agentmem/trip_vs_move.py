@@ -12,7 +12,8 @@ from .. import __version__
 from ..llm import CallFailed, Meter, RequestRefused, Routes
 from . import checks as checks_mod
 from . import estimate as estimate_mod
-from .cases import PROTOCOL, case as case_named, verify_notes
+from .cases import PROTOCOL, verify_notes
+from .cases import case as case_named
 from .consolidate import consolidate
 from .gates import GATES
 from .ingest import StepFailed, ingest_note

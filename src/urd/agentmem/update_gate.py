@@ -11,7 +11,7 @@ from .. import __version__
 from ..llm import CallFailed, Meter, RequestRefused
 from . import estimate as estimate_mod
 from .gates import GATES
-from .pairs import set_info, load_set_rows
+from .pairs import load_set_rows, set_info
 from .probes import PairProbe
 from .runtime import build_llm, confirm_live, is_live, routes_for
 from .scoring import score_set

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, Sequence
 
 import torch
 
@@ -39,7 +39,7 @@ class Generation:
 class TokenMeter:
     """Tokens through the forward since the meter opened (frozen when the block exits)."""
 
-    def __init__(self, backbone: "Backbone"):
+    def __init__(self, backbone: Backbone):
         self._bb, self._start, self._end = backbone, backbone.tokens_processed, None
 
     @property
@@ -70,7 +70,7 @@ class Backbone:
 
     @classmethod
     def load(cls, checkpoint_path: str | os.PathLike, strategy: str = "cpu fp32", *,
-             chunk_len: int = 1024) -> "Backbone":
+             chunk_len: int = 1024) -> Backbone:
         """Load a .pth checkpoint (path with or without the suffix). `chunk_len` bounds the
         tokens per forward call during prefill; it is part of the numerics (fix it for
         reproducibility)."""

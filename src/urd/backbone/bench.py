@@ -44,7 +44,7 @@ def stage_inference(shape: str, prefill_tokens: int, decode_tokens: int, repeats
     prefill = []
     for _ in range(repeats):
         t = time.perf_counter()
-        logits, state = bb.prefill(toks, None)
+        _, state = bb.prefill(toks, None)
         prefill.append(time.perf_counter() - t)
     decode = []
     for _ in range(repeats):

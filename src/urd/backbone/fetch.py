@@ -37,8 +37,8 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
 import httpx
 

@@ -44,7 +44,7 @@ class RWKV7:
         self.tokens_processed = 0  # every token through forward/loss (the contract's unit)
 
     @classmethod
-    def load(cls, checkpoint_path: str | os.PathLike, device="cpu", **kw) -> "RWKV7":
+    def load(cls, checkpoint_path: str | os.PathLike, device="cpu", **kw) -> RWKV7:
         path = os.fspath(checkpoint_path)
         path = path if path.endswith(".pth") else path + ".pth"
         if not os.path.isfile(path):

@@ -31,7 +31,7 @@ def vocab_path() -> str:
     spec = find_spec("rwkv")
     if spec is None or not spec.submodule_search_locations:
         raise InputError("rwkv", "package", "the rwkv wheel installed (it ships the vocabulary)")
-    return os.path.join(list(spec.submodule_search_locations)[0], VOCAB_FILE)
+    return os.path.join(next(iter(spec.submodule_search_locations)), VOCAB_FILE)
 
 
 class WorldTokenizer:

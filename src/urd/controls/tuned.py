@@ -10,8 +10,8 @@ bytes, 4,718,592 at the 0.1B shape).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Union
 
 import numpy as np
 import torch
@@ -33,7 +33,7 @@ class TunedState:
     artifact: dict | None = None  # where it came from (path, sha256), for provenance
 
 
-TunedStateProvider = Callable[[str], Union[TunedState, np.ndarray, torch.Tensor, list]]
+TunedStateProvider = Callable[[str], TunedState | np.ndarray | torch.Tensor | list]
 
 
 def wkv_shape(layout) -> tuple[int, int, int, int]:

@@ -15,7 +15,7 @@ what a system reads, not what the cache saved.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from .contract import BudgetViolation
 
@@ -84,7 +84,7 @@ class ModelHandle:
         for key, entry in self.__p.cache.items():
             if len(key) <= len(tokens) and tuple(tokens[: len(key)]) == key:
                 if entry is None:
-                    entry = self.__p.cache[key] = self.__metered(lambda: self.__bb.prefill(list(key)))
+                    entry = self.__p.cache[key] = self.__metered(lambda key=key: self.__bb.prefill(list(key)))
                     return len(key), *entry, 0
                 return len(key), *entry, len(key)
         return 0, None, None, 0

@@ -11,7 +11,6 @@ the machine gave (not deterministic); everything else is.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 

@@ -10,11 +10,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.patches import Patch
 
-from ..io import atomic_write_bytes  # noqa: E402
-from .render import size_label  # noqa: E402
+from ..io import atomic_write_bytes
+from .render import size_label
 
 STYLE = {
     "font.family": "DejaVu Sans",

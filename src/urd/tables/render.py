@@ -18,19 +18,19 @@ class Doc:
     title: str
     blocks: list[tuple] = field(default_factory=list)
 
-    def heading(self, text: str, level: int = 2) -> "Doc":
+    def heading(self, text: str, level: int = 2) -> Doc:
         self.blocks.append(("h", level, text))
         return self
 
-    def para(self, text: str) -> "Doc":
+    def para(self, text: str) -> Doc:
         self.blocks.append(("p", text))
         return self
 
-    def bullets(self, items: list[str]) -> "Doc":
+    def bullets(self, items: list[str]) -> Doc:
         self.blocks.append(("ul", list(items)))
         return self
 
-    def table(self, header: list[str], rows: list[list[str]], align: str | None = None) -> "Doc":
+    def table(self, header: list[str], rows: list[list[str]], align: str | None = None) -> Doc:
         """align: one character per column, 'l' or 'r' (default: first left, the rest right)."""
         align = align or "l" + "r" * (len(header) - 1)
         if len(align) != len(header) or any(len(r) != len(header) for r in rows):

@@ -67,7 +67,7 @@ def build_cells(source: Source, oracle: dict | None, boot: Bootstrap, order: lis
     out = []
     for system in system_order(summary, order):
         for task in TASKS:
-            for split, budget in splits_of(summary):
+            for split, _budget in splits_of(summary):
                 cell = summary["cells"][system].get(task, {}).get(split)
                 if cell is None:
                     continue

@@ -81,7 +81,7 @@ def csv_rows(sources: list[Source], order: list[str] | None = None) -> str:
     rows = []
     for src in sources:
         for system, task, split, c in _cells(src, order):
-            g = lambda k, sub=None: (c.get(k) or {}).get(sub) if sub else c.get(k)  # noqa: E731
+            g = lambda k, sub=None, c=c: (c.get(k) or {}).get(sub) if sub else c.get(k)
             rows.append([
                 src.label, system, task, split, str(bool(c.get("out_of_contract"))).lower(), c.get("budget_bytes"),
                 g("confabulation_A"), g("confabulation_B"), g("rate_trigger_A"), g("rate_trigger_B"),

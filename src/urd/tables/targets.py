@@ -37,9 +37,9 @@ def caption_abspath(name: str) -> str:
     return os.path.abspath(caption_file(name))
 
 
-def labelled_args(flag: str, scales: list[str], pattern: str) -> str:
-    """'--summary tiny=results/urd/tiny/summary.json ...' for the table CLI."""
-    return " ".join(f"--{flag} {s}={pattern.format(scale=s)}" for s in scales)
+def labelled_args(flag: str, scales: list[str], pattern: str) -> list[str]:
+    """['--summary', 'tiny=results/urd/tiny/summary.json', ...] for the table CLI."""
+    return [arg for s in scales for arg in (f"--{flag}", f"{s}={pattern.format(scale=s)}")]
 
 
 def artifact_files(config: dict, scale: str, recipe: str, tasks: list[str]) -> list[str]:
