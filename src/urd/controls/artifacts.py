@@ -11,12 +11,15 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import InputError
 from ..io import sha256_file
-from .tuned import TunedState
+
+if TYPE_CHECKING:
+    from .tuned import TunedState
 
 TOKEN_KEYS = ("trained_tokens", "tokens_trained")
 SHA_KEYS = ("artifact_sha256", "state_sha256", "sha256")
@@ -73,4 +76,6 @@ class ArtifactProvider:
         if not isinstance(tokens, int) or tokens < 0:
             raise InputError(str(costs_path), "trained_tokens", "a non-negative integer", tokens)
         self.served[str(state_path)] = {"sha256": digest, "trained_tokens": tokens}
+        from .tuned import TunedState  # torch: only in the job, never while the DAG is built
+
         return TunedState(_load_state(state_path), tokens, {"path": str(state_path), **self.served[str(state_path)]})
