@@ -262,6 +262,22 @@ def test_an_out_of_contract_system_is_never_ranked_above_the_rest(tmp_path):
     assert rows == ["gzip_tail", "vanilla", "replay_banc*"]
 
 
+def test_the_out_of_contract_cap_ratio_is_measured_per_episode_not_a_fixed_label(tmp_path):
+    ctl = {"t1": [(2, 1), (4, 2)], "t2": [(4, 1), (3, 0)]}
+    summ = fx.make_summary("0.1b", ctl, {
+        "replay_banc": {"ooc": True, ("t1", "over"): [(2, 1), (4, 2)], ("t2", "over"): [(4, 1), (3, 0)]},
+        "vanilla": {("t1", "over"): [(0, 0)] * 2},
+    })
+    # transcripts of different lengths have different caps: T1 episodes at 21.3x and 22.0x, T2 at 231x
+    for task, caps in (("t1", [1000, 968]), ("t2", [92, 92])):
+        for e, cap in zip(summ["cells"]["replay_banc"][task]["over"]["episodes"], caps):
+            e["declared_tokens"], e["token_cap"] = 21_296, cap
+    doc, _ = retention.document([load(fx.write(tmp_path / "s.json", summ), "0.1b")], None, BOOT, "abc")
+    text = doc.markdown()
+    assert "replay_banc: T1 21.3–22.0× the cap, T2 231× the cap" in text
+    assert "vanilla:" not in text and "19.2" not in text
+
+
 def test_retention_is_undefined_where_score_a_is_negative():
     # T2 discrimination below chance in the control: B/A would flip its sign
     iv = retention_interval([-0.5, -0.25], [0.5, 0.25], BOOT)

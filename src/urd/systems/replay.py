@@ -67,9 +67,9 @@ class ReplayTune(Replay):
 
 
 class ReplayBanc(Replay):
-    """A realistic nightly consolidation (64 steps @ ctx 6144 at the real scales): 19.2 x the cap
-    of a 2,048-token transcript; its costs.json records the ratio to the real transcript's cap
-    (about 21-22 x on the generated T1 sessions, 216-231 x on T2)."""
+    """A realistic nightly consolidation (64 steps @ ctx 6144 at the real scales), far over the
+    cap. The ratio depends on each transcript's length: costs.json records it per artifact and the
+    retention table states the measured range per task."""
 
     name = "replay_banc"
     recipe = "replay_banc"

@@ -62,6 +62,30 @@ def episode_pairs(cell: dict) -> tuple[list[float], list[float]]:
     return [e["score_A"] for e in eps], [e["score_B"] for e in eps]
 
 
+def cap_ratio_notes(summary: dict, order: list[str] | None = None) -> list[str]:
+    """'replay_banc: T1 21.3-22.0x the cap, T2 216-231x' for each out-of-contract system, from
+    the episodes' own declared tokens and caps: a transcript's length sets its cap, so no one
+    ratio holds for every episode."""
+    notes = []
+    for system in system_order(summary, order):
+        parts = []
+        for task in TASKS:
+            ratios = [e["declared_tokens"] / e["token_cap"]
+                      for cell in summary["cells"][system].get(task, {}).values() if cell.get("out_of_contract")
+                      for e in cell.get("episodes", []) if e.get("token_cap")]
+            if ratios:
+                lo, hi = min(ratios), max(ratios)
+                span = f"{_x(lo)}" if _x(lo) == _x(hi) else f"{_x(lo)}–{_x(hi)}"
+                parts.append(f"{task.upper()} {span}× the cap")
+        if parts:
+            notes.append(f"{system}: " + ", ".join(parts))
+    return notes
+
+
+def _x(ratio: float) -> str:
+    return f"{ratio:.1f}" if ratio < 100 else f"{ratio:.0f}"
+
+
 def build_cells(source: Source, oracle: dict | None, boot: Bootstrap, order: list[str] | None = None) -> list[Cell]:
     summary = source.data
     out = []
@@ -149,6 +173,10 @@ def document(sources: list[Source], oracle: Source | None, boot: Bootstrap, buil
         doc.para(f"Episodes per cell: {' / '.join(map(str, n_eps))}. Source: {src.line()}.")
         header, rows = block_rows(cells, oracle_data)
         doc.table(header, rows)
+        notes = cap_ratio_notes(src.data, order)
+        if notes:
+            doc.para("Out of contract, as measured (declared consolidation tokens over the cap of "
+                     "each episode's transcript): " + "; ".join(notes) + ".")
     if omitted:
         doc.para("Not built, so not shown: " + ", ".join(omitted) + ".")
     prov = [s.line() for s in sources]
