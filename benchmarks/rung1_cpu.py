@@ -112,12 +112,12 @@ def run_batched(bb, config, budgets, episodes, decode, systems, counter, irr):
         replies.update({("control", task, r["query_id"]): r["response"] for r in raw})
         for name in systems:
             for split, budget in sorted(budgets.items()):
-                system = registry.build(name, cached_handle(), settings={"max_new_tokens": 64})
+                system = registry.build(name, cached_handle(), settings=config.get("system_settings", {}).get(name, {}))
                 h = system.backbone
                 f0, s0 = h.tokens_processed, h.tokens_served
                 recs = consolidate_cell(system, task, a, split, budget, config["consolidation_factor"])
                 irr.total += (h.tokens_processed - f0) - (h.tokens_served - s0)  # forwarded beyond the cache
-                fresh = registry.build(name, ModelHandle(bb), settings={"max_new_tokens": 64})
+                fresh = registry.build(name, ModelHandle(bb), settings=config.get("system_settings", {}).get(name, {}))
                 crossing = [(r, fiches.read_one(r)) for r in recs]
                 d1 = counter.decoded
                 raw = answer_cell(fresh, b, crossing, decode, label=f"{name}/{task}/{split}")
@@ -141,7 +141,7 @@ def run_sequential(bb, config, budgets, episodes, decode, systems):
                 replies[("control", task, q["id"])] = answerer.ask(q["prompt"], decode)
         for name in systems:
             for split, budget in sorted(budgets.items()):
-                system = registry.build(name, ModelHandle(bb), settings={"max_new_tokens": 64})
+                system = registry.build(name, ModelHandle(bb), settings=config.get("system_settings", {}).get(name, {}))
                 fiche_of = [system.consolidate(ea["transcript"], budget) for ea in a]  # one by one
                 answerer = ContextAnswerer(ModelHandle(bb))
                 for eb, fiche in zip(b, fiche_of):

@@ -114,3 +114,16 @@ def test_control_prefills_the_shared_transcript_once(tiny_backbone, urd_config):
 def test_registry_errors_are_clear(name, plugins, match):
     with pytest.raises(InputError, match=match):
         registry.resolve(name, plugins)
+
+
+def test_summary_notes_may_run_as_long_as_the_budget_allows_and_the_estimate_bills_it(urd_config):
+    from urd.estimate import cell_cpu_seconds
+    from urd.systems.summary import note_tokens
+
+    settings = urd_config["system_settings"]["summary"]
+    assert note_tokens(120, settings) == 40 and note_tokens(960, settings) == 320  # 3 bytes a token
+    assert note_tokens(None, settings) == 1366  # the bits curve's full-state budget: 4,096 B
+    assert note_tokens(960, {"max_new_tokens": 7}) == 7
+    over = cell_cpu_seconds(urd_config, "0.1b", "t1", "consolidate", "summary", "over")
+    sanity = cell_cpu_seconds(urd_config, "0.1b", "t1", "consolidate", "summary", "sanity")
+    assert sanity > over > cell_cpu_seconds(urd_config, "0.1b", "t1", "consolidate", "vanilla", "sanity")

@@ -59,7 +59,10 @@ def cell_cpu_seconds(config: dict, scale: str, task: str, step: str, system: str
     if step == "consolidate":
         if system != "summary":
             return _seconds(config, scale)
-        written = config.get("system_settings", {}).get("summary", {}).get("max_new_tokens", 64)
+        from .systems.summary import note_tokens
+
+        budget = config["profiles"][config["profile"]]["budgets"].get(split) if split else None
+        written = note_tokens(budget, config.get("system_settings", {}).get("summary", {}))
         return _seconds(config, scale, prefill=eps * 30, decode=eps * written)
     if step == "answer":
         context = HEADER_TOKENS + FICHE_CONTEXT_TOKENS.get(split, 400)

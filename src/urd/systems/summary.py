@@ -1,12 +1,28 @@
 """summary: the model reads the session and writes its own fiche.
 
-The model's notes are cut at the budget (at a character boundary) by the system itself, before
-the harness weighs them; the harness never truncates.
+The notes may fill the budget: the model writes up to ceil(budget / bytes_per_token) tokens
+(settings; 3 bytes a token reaches past any budget on English notes, about 4 bytes a token with
+the World tokenizer), or ``max_new_tokens`` where a setting fixes it. The model's notes are cut
+at the budget (at a character boundary) by the system itself, before the harness weighs them;
+the harness never truncates.
 """
 
 from __future__ import annotations
 
+import math
+
 from .base import MemorySystem, utf8_prefix
+
+DEFAULT_BUDGET = 4096  # bytes, for the unbounded (full-state) budget of the bits curve
+BYTES_PER_TOKEN = 3
+
+
+def note_tokens(budget_bytes: int | None, settings: dict) -> int:
+    """How many tokens the notes of one episode may run to (also what the spend estimate bills)."""
+    if settings.get("max_new_tokens") is not None:
+        return int(settings["max_new_tokens"])
+    budget = budget_bytes if budget_bytes is not None else DEFAULT_BUDGET
+    return max(1, math.ceil(budget / float(settings.get("bytes_per_token", BYTES_PER_TOKEN))))
 
 INSTRUCTION = "\nWrite short notes of everything above worth remembering, in at most {budget} bytes.\nNotes:"
 
@@ -21,12 +37,12 @@ class Summary(MemorySystem):
 
     def consolidate_batch(self, transcripts, budget_bytes):
         """The notes of every episode written in one batch (one row an episode)."""
-        budget = budget_bytes if budget_bytes is not None else 4096
+        budget = budget_bytes if budget_bytes is not None else DEFAULT_BUDGET
         # transcript and instruction tokenized apart: the transcript's tokens are then a prefix
         # the handle serves from the state computed once per episode
         enc = self.backbone.tokenizer.encode
         prompts = [enc(t) + enc(INSTRUCTION.format(budget=budget)) for t in transcripts]
-        max_new = int(self.settings.get("max_new_tokens", 64))
+        max_new = note_tokens(budget_bytes, self.settings)
         gens = self.backbone.generate_groups([(None, [p]) for p in prompts], max_new_tokens=max_new,
                                              stop=("\n\n",), scopes=list(range(len(prompts))))
         # declared: the prompt read and every token written
