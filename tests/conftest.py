@@ -23,6 +23,18 @@ def repo() -> Path:
     return REPO
 
 
+_RUNNING = {"slow": True}
+
+
+@pytest.fixture(autouse=True)
+def _note_the_slow_mark(request):
+    """Lets the Snakemake runner refuse a test that is not marked slow (`-m "not slow"` must skip
+    every test that runs Snakemake)."""
+    _RUNNING["slow"] = request.node.get_closest_marker("slow") is not None
+    yield
+    _RUNNING["slow"] = True
+
+
 def copy_workflow(dest: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     for name in WORKFLOW_FILES:
@@ -44,6 +56,8 @@ def snakemake(
     workdir: Path, *args: str, check: bool = False, env: dict | None = None, timeout: float = 900
 ) -> subprocess.CompletedProcess:
     """The one way tests run Snakemake: this interpreter, this checkout's package, 2 cores."""
+    if not _RUNNING["slow"]:
+        raise AssertionError("a test that runs Snakemake must be marked slow (pytest.mark.slow)")
     cmd = [sys.executable, "-m", "snakemake", "--cores", "2", "--nolock", *args]
     env = {**(os.environ if env is None else env), "PYTHONUNBUFFERED": "1"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [env.get("PYTHONPATH"), str(REPO / "src")]))

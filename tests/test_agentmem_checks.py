@@ -2,13 +2,11 @@
 
 import hashlib
 import json
-from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from urd.agentmem.checks import NotRescorable, evaluate
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def claim(cid, content, note, *, status="ACTIVE", restatement=False, valid_until=None):

@@ -3,13 +3,11 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import yaml
+from conftest import REPO
 
 from urd.agentmem.cli import main
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def settings_json(tmp_path, **changes):

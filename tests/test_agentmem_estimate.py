@@ -1,9 +1,9 @@
 """The estimate: pure, in whole cents for the planned-spend line, from a measured profile
 when one exists, else from the stated bound."""
 
-from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from urd.agentmem import estimate
 from urd.agentmem import settings as settings_mod
@@ -11,7 +11,6 @@ from urd.agentmem.runtime import routes_for
 from urd.agentmem.smk import trip_vs_move_cents, update_gate_cents
 from urd.errors import InputError
 
-REPO = Path(__file__).resolve().parents[1]
 BASE = settings_mod.load(REPO / "config/agentmem.yaml")
 RUNS = {"move": 3, "trip-alone": 2}
 

@@ -1,14 +1,14 @@
 """The three gates, the order they ask in, and the past-value marker."""
 
 import json
-from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from urd.agentmem.gates import BEFORE_1_187, CHANGES_ONLY, PRODUCTION, RecordedAnswers, retires, settle
 from urd.agentmem.markers import has_past_value_marker
 
-PAIRS = Path(__file__).resolve().parents[1] / "src/urd/agentmem/data/pairs"
+PAIRS = REPO / "src/urd/agentmem/data/pairs"
 
 
 class Asked:

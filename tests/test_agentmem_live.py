@@ -7,10 +7,10 @@ never written anywhere.
 """
 
 import json
-from pathlib import Path
 
 import httpx2
 import pytest
+from conftest import REPO
 
 from urd.agentmem import settings as settings_mod
 from urd.agentmem import trip_vs_move, update_gate
@@ -19,7 +19,6 @@ from urd.agentmem.scripted import ScriptedResponder, ScriptedTable
 from urd.io import atomic_write_json
 from urd.llm import Request, fenced_blocks
 
-REPO = Path(__file__).resolve().parents[1]
 KEY = "sk-ant-sentinel-key-0123456789-never-in-a-file"
 MODEL = "claude-sonnet-5-5"
 SMALL = {"move": 1, "trip-alone": 1}

@@ -1,14 +1,12 @@
 """config/agentmem.yaml and its schema: one top-level key, no unknown keys, named errors."""
 
-from pathlib import Path
 
 import pytest
 import yaml
+from conftest import REPO
 
 from urd.agentmem import settings as settings_mod
 from urd.errors import InputError
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def test_the_defaults_validate_under_one_top_level_key():

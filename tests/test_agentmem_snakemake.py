@@ -3,12 +3,11 @@ loads config/agentmem.yaml, validates it and includes rules/agentmem.smk)."""
 
 import json
 import os
-from pathlib import Path
 
 import pytest
+from conftest import REPO
 from conftest import snakemake as run_snakemake
 
-REPO = Path(__file__).resolve().parents[1]
 LIVE = "results/trip-vs-move/reader/claude-sonnet-5-5/report.json"
 SCRIPTED = ["results/trip-vs-move/reader/scripted/report.json", "results/update-gate/scripted/report.json"]
 

@@ -1,16 +1,14 @@
 """The claim store and note ingestion: one store per run, the reading clock, the pairing."""
 
 from datetime import date
-from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from urd.agentmem.cases import CASES, load_note, verify_notes
 from urd.agentmem.ingest import keep_end_date, pair_partners
 from urd.agentmem.store import ClaimStore
 from urd.errors import DigestMismatch, InputError
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def test_one_store_per_path_and_only_active_claims_retire(tmp_path):

@@ -3,9 +3,9 @@ rescoring, and what a report carries."""
 
 import dataclasses
 import json
-from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from urd.agentmem import settings as settings_mod
 from urd.agentmem import trip_vs_move
@@ -13,7 +13,6 @@ from urd.agentmem.checks import NotRescorable
 from urd.agentmem.scripted import ScriptedTable
 from urd.io import pretty_json
 
-REPO = Path(__file__).resolve().parents[1]
 QUIET = {"log": lambda line: None}
 
 

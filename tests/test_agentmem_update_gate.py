@@ -3,17 +3,15 @@ the regression reading and the unbarred rows."""
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
+from conftest import REPO
 
 from urd.agentmem import pairs as pairs_mod
 from urd.agentmem import settings as settings_mod
 from urd.agentmem import update_gate
 from urd.agentmem.scoring import score_set
 from urd.errors import DigestMismatch
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 from loopback_http import FileServer
 
 from urd.backbone.fetch import FetchError, SizeMismatch, fetch_backbone, fetch_checkpoint
@@ -17,7 +18,7 @@ from urd.errors import DigestMismatch
 
 BLOB = hashlib.sha256(b"urd").digest() * 4096  # 128 KiB, deterministic, not all one byte
 BLOB_SHA = hashlib.sha256(BLOB).hexdigest()
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = REPO / "src"
 
 
 @pytest.fixture

@@ -12,10 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import copy_workflow
+from conftest import REPO, copy_workflow
 from conftest import snakemake as smk
 
-REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow  # every test here runs Snakemake
+
 SRC = REPO / "src"
 SMALL = ["--config", "evaluate_episodes=2", "evaluate_queries=2"]
 PRICES = "(GPU US$0.60/h, CPU US$0.05/h as of 2026-11-30; API US$0.00)"
@@ -41,7 +42,6 @@ def wf(tmp_path) -> Path:
     return wd
 
 
-@pytest.mark.slow
 def test_one_tuning_job_per_transcript_and_recipe_and_the_exact_spend(wf):
     counts, tunes, line = dry_run(wf, *SMALL, "--", *cells())
     # 8 cells (2 systems x 2 tasks x 2 splits) but 8 tuning jobs, not 16: 2 recipes x 2 tasks x
@@ -58,7 +58,6 @@ def test_one_tuning_job_per_transcript_and_recipe_and_the_exact_spend(wf):
     assert line == f"urd planned spend (43 jobs to run): GPU 0.02 h, CPU 0.02 h, US$ 0.01 {PRICES}"
 
 
-@pytest.mark.slow
 def test_dry_run_of_the_01b_summary_prints_planned_gpu_hours_and_dollars(wf):
     counts, _, line = dry_run(wf, "results/urd/0.1b/summary.json")
     assert counts["tune_state"] == 24  # 2 recipes x (6 T1 + 6 T2) transcripts
@@ -83,7 +82,6 @@ def squeue_partitions(env: dict) -> dict[str, set[str]]:
     return parts
 
 
-@pytest.mark.slow
 def test_tiny_replay_target_runs_through_the_slurm_profile(slurm_cluster, wf):
     env = {**slurm_cluster.env, "PYTHONPATH": str(SRC)}
     # The shared inputs (data, tiny checkpoint, their verify stamps) are built locally first: each

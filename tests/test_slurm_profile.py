@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 

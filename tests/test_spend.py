@@ -8,12 +8,12 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from conftest import snakemake
+from conftest import REPO, snakemake
 
 from urd.errors import InputError
 from urd.spend import check_prices, format_spend_line, planned_spend, register_spend_preview
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = REPO / "src"
 PRICES = {"as_of": "2026-11-30", "gpu_usd_per_hour": 2.10, "cpu_usd_per_hour": 0.05}
 PRICE_TAIL = "(GPU US$2.10/h, CPU US$0.05/h as of 2026-11-30; API US$0.25)"
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import snakemake
+
+pytestmark = pytest.mark.slow  # every test here runs Snakemake
 
 ORACLE = "results/urd/oracle.json"
 

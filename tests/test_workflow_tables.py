@@ -14,6 +14,8 @@ from conftest import snakemake
 
 from urd.io import sha256_file
 
+pytestmark = pytest.mark.slow  # every test here runs Snakemake
+
 TABLE_RULES = ["retention_table", "side_metrics_table", "retention_figure_tiny", "published"]
 REDUCED = ["--config", "evaluate_episodes=1", "evaluate_queries=2"]
 
@@ -101,7 +103,6 @@ def test_unknown_scale_to_publish_is_refused(workflow):
     assert "publish.scales: expected scales among backbones (tiny, 0.1b, 0.4b), got '2b'" in proc.stdout + proc.stderr
 
 
-@pytest.mark.slow
 def test_published_builds_for_tiny_from_a_fresh_copy(workflow):
     """Offline, from nothing: data, backbone, control, session B, summary, tables, figures."""
     snakemake(workflow, "published", *REDUCED, "systems=[vanilla,replay_tune,replay_banc]", check=True)

@@ -12,6 +12,8 @@ import sys
 import pytest
 from conftest import REPO, snakemake
 
+pytestmark = pytest.mark.slow  # every test here runs Snakemake
+
 TINY = "results/urd/tiny/summary.json"
 
 
