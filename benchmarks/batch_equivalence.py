@@ -20,11 +20,11 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from urd import calibrate
 from urd.backbone.adapter import Backbone
 from urd.backbone.batch import generate_batch
 from urd.backbone.tiny import write_tiny_checkpoint
-from urd.config import load_config
+from urd.core.config import load_config
+from urd.data import calibrate
 
 SHAPES = {"0.1b": dict(n_layer=12, n_embd=768), "tiny": dict(n_layer=2, n_embd=128)}
 MODES = {"fixed": (), "stop": ("\n",)}

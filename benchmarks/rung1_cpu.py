@@ -27,16 +27,15 @@ from pathlib import Path
 
 import torch
 
-from urd import calibrate
 from urd.backbone.adapter import Backbone
 from urd.backbone.tiny import write_tiny_checkpoint
-from urd.config import load_config
+from urd.core.config import load_config
+from urd.data import calibrate, views
 from urd.harness import fiches
 from urd.harness.context import ContextAnswerer, Decode
 from urd.harness.handle import ModelHandle
 from urd.harness.runner import answer_cell, answer_control, consolidate_cell
 from urd.systems import registry
-from urd.tasks import views
 
 SHAPES = {"0.1b": dict(n_layer=12, n_embd=768), "tiny": dict(n_layer=2, n_embd=128)}
 # The replay baselines read tuning artifacts made by separate jobs; their cost is the tuning

@@ -10,7 +10,7 @@ T1_DATA = f"data/{PROFILE}/t1.jsonl"
 T2_DATA = "data/t2.jsonl"
 DATA = {"t1": T1_DATA, "t2": T2_DATA}
 MANIFEST = "calibration/manifest.sha256"
-# What each side of the session boundary may read (urd.tasks.views), pinned like the data.
+# What each side of the session boundary may read (urd.data.views), pinned like the data.
 SESSION_A = {t: str(W.view_path(p, "session_a")) for t, p in DATA.items()}
 SESSION_B = {t: str(W.view_path(p, "session_b")) for t, p in DATA.items()}
 
@@ -54,12 +54,12 @@ SPLITS = sorted(config["profiles"][PROFILE]["budgets"])
 BUDGETS = config["profiles"][PROFILE]["budgets"]
 SYSTEMS = list(config["systems"])
 CELL = "results/urd/{scale}/{system}/{task}/{split}"
-RUN_CODE = W.code_digest("urd.run")
+RUN_CODE = W.code_digest("urd.harness.run")
 
 
 def cell_code(wildcards):
     """The runner's code and the cell's own system module (a plug-in's edits rerun its cells only)."""
-    return W.code_digest("urd.run", W.system_module(wildcards.system, config["plugins"]))
+    return W.code_digest("urd.harness.run", W.system_module(wildcards.system, config["plugins"]))
 
 
 def cell_spec_json(wildcards):
@@ -140,7 +140,7 @@ def summary_static(wildcards):
     return json.dumps(
         {
             "config_sha256": W.config_digest(config),
-            "code_sha256": W.code_digest("urd.run", *modules),
+            "code_sha256": W.code_digest("urd.harness.run", *modules),
             "master_seed": config["master_seed"],
             "checkpoint": config["backbones"][wildcards.scale]["file"],
         },
@@ -176,7 +176,7 @@ def replay_artifacts_dir(wildcards):
 
 
 def tune_resource(key):
-    # estimated from the recipe's trained tokens at the scale's stated throughput (urd.estimate)
+    # estimated from the recipe's trained tokens at the scale's stated throughput (urd.cost.estimate)
     def value(wc):
         tuning = W.replay_plan.recipe_for(config, wc.scale, wc.recipe, wc.sha)
         return W.tune_resources(config, wc.scale, tuning.trained_tokens)[key]

@@ -13,7 +13,7 @@ rule calibrate:
         ENV
     params:
         spec=json.dumps(W.data_spec(config), sort_keys=True),
-        code=W.code_digest("urd.calibrate"),
+        code=W.code_digest("urd.data.calibrate"),
     script:
         "../scripts/calibrate.py"
 
@@ -31,6 +31,6 @@ rule verify:
     conda:
         ENV
     params:
-        code=W.code_digest("urd.verify"),
+        code=W.code_digest("urd.core.verify"),
     script:
         "../scripts/verify.py"

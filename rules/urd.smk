@@ -34,7 +34,7 @@ rule oracle:
         ENV
     params:
         spec=json.dumps({**W.data_spec(config), "profiles": config["profiles"]}, sort_keys=True),
-        code=W.code_digest("urd.oracle"),
+        code=W.code_digest("urd.data.oracle"),
     script:
         "../scripts/oracle.py"
 
@@ -171,6 +171,6 @@ rule summary:
         ENV
     params:
         static=summary_static,
-        code=W.code_digest("urd.summarize"),
+        code=W.code_digest("urd.harness.summarize"),
     script:
         "../scripts/summary.py"

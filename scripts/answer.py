@@ -1,5 +1,5 @@
 """Job of rule answer: session B of one cell, a fresh process reading the fiches and prompts only."""
-from urd.run import main
+from urd.harness.run import main
 from urd.workflow.job import run
 
 sm = snakemake

@@ -1,5 +1,5 @@
 """Job of rule calibrate: every episode from the master seed, and the session views."""
-from urd.calibrate import main
+from urd.data.calibrate import main
 from urd.workflow.job import run
 
 sm = snakemake

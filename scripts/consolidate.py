@@ -1,5 +1,5 @@
 """Job of rule consolidate: session A of one cell, writing the fiches that cross the boundary."""
-from urd.run import main
+from urd.harness.run import main
 from urd.workflow.job import run
 
 sm = snakemake

@@ -1,5 +1,5 @@
 """Job of rule control: the in-session control's replies (score A)."""
-from urd.run import main
+from urd.harness.run import main
 from urd.workflow.job import run
 
 sm = snakemake

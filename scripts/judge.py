@@ -1,5 +1,5 @@
 """Job of rules judge and judge_control: raw replies joined with the expected answers."""
-from urd.run import main
+from urd.harness.run import main
 from urd.workflow.job import run
 
 sm = snakemake

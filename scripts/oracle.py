@@ -1,5 +1,5 @@
 """Job of rule oracle: the ceiling every system is measured against."""
-from urd.oracle import main
+from urd.data.oracle import main
 from urd.workflow.job import run
 
 sm = snakemake

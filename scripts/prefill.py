@@ -1,5 +1,5 @@
 """Job of rule prefill: each transcript's state, computed once per scale and task."""
-from urd.run import main
+from urd.harness.run import main
 from urd.workflow.job import run
 
 sm = snakemake

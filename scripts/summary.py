@@ -1,5 +1,5 @@
 """Job of rule summary: one scale's cells folded into summary.json, with provenance."""
-from urd.summarize import main
+from urd.harness.summarize import main
 from urd.workflow.job import run
 
 sm = snakemake

@@ -1,5 +1,5 @@
 """Job of rule verify: a stamp that exists only if the file matches its manifest."""
-from urd.verify import main
+from urd.core.verify import main
 from urd.workflow.job import run
 
 sm = snakemake

@@ -83,6 +83,6 @@ def tiny_backbone(tiny_checkpoint):
 
 @pytest.fixture(scope="session")
 def urd_config():
-    from urd.config import load_config
+    from urd.core.config import load_config
 
     return load_config(REPO / "config/config.yaml", REPO / "config/schema.yaml")

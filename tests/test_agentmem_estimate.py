@@ -5,11 +5,11 @@ when one exists, else from the stated bound."""
 import pytest
 from conftest import REPO
 
-from urd.agentmem import estimate
 from urd.agentmem import settings as settings_mod
 from urd.agentmem.runtime import routes_for
 from urd.agentmem.smk import trip_vs_move_cents, update_gate_cents
-from urd.errors import InputError
+from urd.core.errors import InputError
+from urd.cost import agentmem as estimate
 
 BASE = settings_mod.load(REPO / "config/agentmem.yaml")
 RUNS = {"move": 3, "trip-alone": 2}

@@ -16,7 +16,7 @@ from urd.agentmem import settings as settings_mod
 from urd.agentmem import trip_vs_move, update_gate
 from urd.agentmem.runtime import NotConfirmed
 from urd.agentmem.scripted import ScriptedResponder, ScriptedTable
-from urd.io import atomic_write_json
+from urd.core.io import atomic_write_json
 from urd.llm import Request, fenced_blocks
 
 KEY = "sk-ant-sentinel-key-0123456789-never-in-a-file"
@@ -160,8 +160,9 @@ def test_the_key_is_never_written_to_any_output_log_cache_or_record(tmp_path, ke
 
 
 def test_a_live_report_becomes_the_usage_profile_the_next_estimate_uses(tmp_path, key):
-    from urd.agentmem import estimate, profile
+    from urd.agentmem import profile
     from urd.agentmem.runtime import routes_for
+    from urd.cost import agentmem as estimate
 
     report = run(tmp_path, FakeMessagesAPI())
     measured = profile.merge({}, report, "report.json")

@@ -6,7 +6,7 @@ import yaml
 from conftest import REPO
 
 from urd.agentmem import settings as settings_mod
-from urd.errors import InputError
+from urd.core.errors import InputError
 
 
 def test_the_defaults_validate_under_one_top_level_key():

@@ -11,7 +11,7 @@ from urd.agentmem import settings as settings_mod
 from urd.agentmem import trip_vs_move
 from urd.agentmem.checks import NotRescorable
 from urd.agentmem.scripted import ScriptedTable
-from urd.io import pretty_json
+from urd.core.io import pretty_json
 
 QUIET = {"log": lambda line: None}
 

@@ -11,7 +11,7 @@ from urd.agentmem import pairs as pairs_mod
 from urd.agentmem import settings as settings_mod
 from urd.agentmem import update_gate
 from urd.agentmem.scoring import score_set
-from urd.errors import DigestMismatch
+from urd.core.errors import DigestMismatch
 
 
 @pytest.fixture(scope="module")

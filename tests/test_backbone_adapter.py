@@ -7,7 +7,7 @@ import torch
 
 from urd.backbone.adapter import END, MAX_NEW_TOKENS, STOP, Backbone, greedy_token
 from urd.backbone.tiny import write_tiny_checkpoint
-from urd.errors import InputError, UrdError
+from urd.core.errors import InputError, UrdError
 
 PROMPT = "User: what is the value of k42?\n\nAssistant:"
 

@@ -6,11 +6,11 @@ import os
 import pytest
 import torch
 
-from urd import calibrate
 from urd.backbone.adapter import END, MAX_NEW_TOKENS, STOP, Backbone
 from urd.backbone.batch import forward_batch, generate_batch, stack_state
 from urd.backbone.tiny import write_tiny_checkpoint
-from urd.errors import InputError
+from urd.core.errors import InputError
+from urd.data import calibrate
 
 EPISODES = (0, 1)
 

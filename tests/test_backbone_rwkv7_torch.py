@@ -9,7 +9,7 @@ from urd.backbone.rwkv7_torch import RWKV7
 from urd.backbone.rwkv_pkg import load_rwkv7
 from urd.backbone.tiny import write_tiny_checkpoint
 from urd.backbone.wkv import wkv7, wkv7_reference
-from urd.errors import InputError
+from urd.core.errors import InputError
 
 TOL = dict(rtol=1e-4, atol=1e-4)  # fp32, 2-3 layers: observed max |diff| ~1e-5 on logits ~10
 

@@ -5,7 +5,7 @@ import random
 import pytest
 
 from urd.backbone import tokenizer as tk
-from urd.errors import DigestMismatch
+from urd.core.errors import DigestMismatch
 
 TEXTS = [
     "",

@@ -1,6 +1,6 @@
 """The session boundary is a file and a process: the cheats of tests/cheats.py, tried for real.
 
-Each test runs the jobs the workflow runs (`python -m urd.run consolidate|answer`) as separate
+Each test runs the jobs the workflow runs (`python -m urd.harness.run consolidate|answer`) as separate
 processes on a tiny checkpoint, with the cheat plugged in as a user would.
 """
 
@@ -15,10 +15,9 @@ from pathlib import Path
 import pytest
 from conftest import snakemake
 
-from urd import calibrate
-from urd.io import atomic_write_jsonl, read_jsonl
-from urd.run import cell_spec
-from urd.tasks import views
+from urd.core.io import atomic_write_jsonl, read_jsonl
+from urd.data import calibrate, views
+from urd.harness.run import cell_spec
 
 TESTS = Path(__file__).resolve().parent
 PLUGINS = {n: f"cheats:{c}" for n, c in (("stash", "Stash"), ("meter_reset", "MeterReset"),
@@ -40,7 +39,7 @@ def cell(tmp_path_factory, urd_config, tiny_checkpoint):
 
 def urd_run(cell, *args) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))}
-    return subprocess.run([sys.executable, "-m", "urd.run", *args, "--checkpoint", cell["checkpoint"],
+    return subprocess.run([sys.executable, "-m", "urd.harness.run", *args, "--checkpoint", cell["checkpoint"],
                            "--spec", cell["spec"]], capture_output=True, text=True, env=env, cwd=cell["dir"])
 
 

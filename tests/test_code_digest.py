@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from urd.provenance import code_closure, code_digest
+from urd.core.provenance import code_closure, code_digest
 
 
 @pytest.fixture()
@@ -43,21 +43,21 @@ def test_a_plugin_closure_holds_its_helpers_and_the_package_modules_it_imports(p
 
 
 def test_editing_a_module_changes_exactly_the_digests_that_reach_it(plugin_dir):
-    plugin_cell = code_digest("urd.run", "my_plugin")
-    builtin_cell = code_digest("urd.run", "urd.systems.vanilla")
+    plugin_cell = code_digest("urd.harness.run", "my_plugin")
+    builtin_cell = code_digest("urd.harness.run", "urd.systems.vanilla")
     with open(plugin_dir / "my_helpers.py", "a") as fh:
         fh.write("# edited\n")
     code_closure.cache_clear()
-    assert code_digest("urd.run", "my_plugin") != plugin_cell
-    assert code_digest("urd.run", "urd.systems.vanilla") == builtin_cell
+    assert code_digest("urd.harness.run", "my_plugin") != plugin_cell
+    assert code_digest("urd.harness.run", "urd.systems.vanilla") == builtin_cell
 
 
 def test_the_runner_closure_follows_lazy_imports_and_not_the_systems_it_names_by_string():
-    got = keys("urd.run")
+    got = keys("urd.harness.run")
     # cmd_consolidate imports the runner inside the function; the runner reaches the batch decoder
-    assert {"urd/harness/runner.py", "urd/backbone/batch.py", "urd/tasks/views.py"} <= set(got)
+    assert {"urd/harness/runner.py", "urd/backbone/batch.py", "urd/data/views.py"} <= set(got)
     # the registry names built-in systems by string: each cell adds its own system module
-    assert "urd/systems/summary.py" not in got and "urd/systems/summary.py" in keys("urd.run", "urd.systems.summary")
+    assert "urd/systems/summary.py" not in got and "urd/systems/summary.py" in keys("urd.harness.run", "urd.systems.summary")
     assert "urd/tables/retention.py" not in got
 
 
@@ -73,9 +73,9 @@ def test_an_unknown_entry_is_an_error_naming_it():
 
 
 def test_digesting_every_entry_imports_no_model_code():
-    entries = ["urd.run", "urd.oracle", "urd.summarize", "urd.replay.tune", "urd.controls.__main__",
-               "urd.tables.__main__", "urd.agentmem.__main__", "urd.calibrate", "urd.verify"]
-    probe = f"import sys, urd.provenance as p; [p.code_digest(e) for e in {entries!r}]; print('torch' in sys.modules)"
+    entries = ["urd.harness.run", "urd.data.oracle", "urd.harness.summarize", "urd.replay.tune", "urd.controls.__main__",
+               "urd.tables.__main__", "urd.agentmem.__main__", "urd.data.calibrate", "urd.core.verify"]
+    probe = f"import sys, urd.core.provenance as p; [p.code_digest(e) for e in {entries!r}]; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

@@ -7,8 +7,8 @@ import copy
 import pytest
 import yaml
 
-from urd.config import load_config, validate_config
-from urd.errors import InputError
+from urd.core.config import load_config, validate_config
+from urd.core.errors import InputError
 
 
 @pytest.fixture(scope="module")

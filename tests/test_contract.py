@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from urd import calibrate
+from urd.data import calibrate
 from urd.harness.context import Decode
 from urd.harness.contract import BudgetViolation, check
 from urd.harness.runner import run_system

@@ -16,7 +16,7 @@ import torch
 from urd.controls.artifacts import ArtifactProvider, artifact_dir, evaluated_transcript_digests, transcript_sha256
 from urd.controls.evaluate import Recipe, bits_curve, ceiling
 from urd.controls.tuned import TunedState, TunedStateSystem, as_tuned, state_with_wkv, wkv_shape
-from urd.errors import InputError
+from urd.core.errors import InputError
 from urd.harness.context import Decode
 from urd.harness.contract import BudgetViolation
 from urd.harness.runner import run_control
@@ -57,7 +57,7 @@ def provider_for(backbone, trained_tokens: int = 0):
 
 @pytest.fixture(scope="module")
 def episodes(urd_config):
-    from urd.calibrate import t1_episode, t2_episode
+    from urd.data.calibrate import t1_episode, t2_episode
 
     def cut(ep):
         # two queries, and a T1 session cut to its first lines (1.8 K tokens is slow to prefill
@@ -179,7 +179,7 @@ def test_artifact_provider_reads_verifies_and_fails_loudly(tmp_path, tiny_backbo
     d = artifact_dir(tmp_path, "replay_banc", transcript)
     d.mkdir(parents=True)
     np.save(d / "time_state.npy", state)
-    from urd.io import sha256_file
+    from urd.core.io import sha256_file
 
     costs = {"steps": 64, "trained_tokens": 393216, "artifact_sha256": sha256_file(d / "time_state.npy")}
     (d / "costs.json").write_text(json.dumps(costs))
@@ -204,7 +204,7 @@ def test_artifact_provider_reads_verifies_and_fails_loudly(tmp_path, tiny_backbo
 
 
 def test_artifact_names_are_known_when_the_dag_is_built(urd_config):
-    from urd.calibrate import episodes_text
+    from urd.data.calibrate import episodes_text
 
     cfg = {**urd_config, "evaluate_episodes": 2}
     eps = [json.loads(line) for line in episodes_text(urd_config, "t2").splitlines()]

@@ -14,7 +14,7 @@ from conftest import REPO
 from loopback_http import FileServer
 
 from urd.backbone.fetch import FetchError, SizeMismatch, fetch_backbone, fetch_checkpoint
-from urd.errors import DigestMismatch
+from urd.core.errors import DigestMismatch
 
 BLOB = hashlib.sha256(b"urd").digest() * 4096  # 128 KiB, deterministic, not all one byte
 BLOB_SHA = hashlib.sha256(BLOB).hexdigest()

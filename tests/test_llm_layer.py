@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from urd.errors import InputError
+from urd.core.errors import InputError
 from urd.llm import (
     LLM,
     SCRIPTED_MODEL,

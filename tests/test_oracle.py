@@ -1,8 +1,8 @@
 from fractions import Fraction
 
-from urd import calibrate
-from urd.config import load_config
-from urd.oracle import ceiling, oracle_report
+from urd.core.config import load_config
+from urd.data import calibrate
+from urd.data.oracle import ceiling, oracle_report
 
 
 def test_oracle_figures_from_generated_data(repo):

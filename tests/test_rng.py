@@ -1,4 +1,4 @@
-from urd.rng import Stream
+from urd.core.rng import Stream
 
 
 def test_same_name_same_draws_and_names_are_independent():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from urd.errors import InputError
+from urd.core.errors import InputError
 from urd.harness.fold import fold, fold_cell
 from urd.harness.scoring import episode_scores, judge_t1, judge_t2
 

@@ -75,7 +75,7 @@ def test_dry_run_through_profile_prints_planned_spend(tmp_path):
     # No cluster needed: `-n` swaps in the dry-run executor, but the profile is still parsed,
     # and `workflow.dryrun` must still be seen as True by the spend preview.
     (tmp_path / "Snakefile").write_text(
-        "from urd.spend import register_spend_preview\n"
+        "from urd.cost.spend import register_spend_preview\n"
         "register_spend_preview(workflow, {'as_of': '2026-11-30', 'gpu_usd_per_hour': 2.0, 'cpu_usd_per_hour': 0.1})\n"
         + SNAKEFILE.replace("resources: gpu=1", "resources: gpu=1, gpu_seconds=1800")
     )

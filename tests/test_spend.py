@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO, snakemake
 
-from urd.errors import InputError
-from urd.spend import check_prices, format_spend_line, planned_spend, register_spend_preview
+from urd.core.errors import InputError
+from urd.cost.spend import check_prices, format_spend_line, planned_spend, register_spend_preview
 
 SRC = REPO / "src"
 PRICES = {"as_of": "2026-11-30", "gpu_usd_per_hour": 2.10, "cpu_usd_per_hour": 0.05}
@@ -64,7 +64,7 @@ def test_register_rejects_bad_prices_at_parse_time():
 # ------------------------------------------------------------------ real snakemake -n
 
 SNAKEFILE = """
-from urd.spend import register_spend_preview
+from urd.cost.spend import register_spend_preview
 configfile: "config.yaml"
 register_spend_preview(workflow, config["prices"])
 

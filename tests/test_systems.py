@@ -7,8 +7,8 @@ import gzip
 import numpy as np
 import pytest
 
-from urd import calibrate
-from urd.errors import InputError
+from urd.core.errors import InputError
+from urd.data import calibrate
 from urd.harness.context import Decode
 from urd.harness.runner import run_control, run_system
 from urd.systems import registry
@@ -117,7 +117,7 @@ def test_registry_errors_are_clear(name, plugins, match):
 
 
 def test_summary_notes_may_run_as_long_as_the_budget_allows_and_the_estimate_bills_it(urd_config):
-    from urd.estimate import cell_cpu_seconds
+    from urd.cost.estimate import cell_cpu_seconds
     from urd.systems.summary import note_tokens
 
     settings = urd_config["system_settings"]["summary"]

@@ -12,8 +12,8 @@ import zlib
 import pytest
 import tables_fixtures as fx
 
+from urd.core.rng import Stream
 from urd.harness.fold import fold_cell
-from urd.rng import Stream
 from urd.tables import cli, controls, figures, retention
 from urd.tables.bootstrap import Bootstrap, resample_indices, retention_interval
 from urd.tables.render import pct, size_label

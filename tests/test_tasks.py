@@ -8,9 +8,8 @@ from collections import Counter
 
 import pytest
 
-from urd import calibrate
-from urd.config import load_config
-from urd.tasks import t1, t2
+from urd.core.config import load_config
+from urd.data import calibrate, t1, t2
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +35,8 @@ def test_two_regenerations_are_byte_identical(config, tmp_path):
 
 
 def test_the_regenerated_data_matches_the_committed_manifest(config, tmp_path, repo):
-    from urd.io import sha256_file
-    from urd.manifest import read_manifest
+    from urd.core.io import sha256_file
+    from urd.core.manifest import read_manifest
 
     pinned = read_manifest(repo / "calibration/manifest.sha256")
     written = []
@@ -54,7 +53,7 @@ def test_one_episode_alone_equals_its_line_in_the_full_file(config, tmp_path):
     lines = calibrate.episodes_text(big, "t1").splitlines()
     alone = calibrate.t1_episode(config, 3)
     assert json.loads(lines[3]) == alone
-    from urd.io import canonical_json
+    from urd.core.io import canonical_json
 
     assert lines[3] == canonical_json(alone)
     # ... and episode 3 does not depend on how many are generated.

@@ -14,7 +14,7 @@ def test_everything_the_rules_ask_at_dag_time_leaves_the_heavy_packages_unloaded
     probe = f"""
 import sys
 from urd import workflow as W
-from urd.config import load_config
+from urd.core.config import load_config
 cfg = load_config({str(REPO / "config/config.yaml")!r}, {str(REPO / "config/schema.yaml")!r})
 for task in ("t1", "t2"):
     W.cell_spec(cfg, task)
@@ -24,7 +24,7 @@ for task in ("t1", "t2"):
 W.tables.published_files(cfg)
 for system in cfg["systems"]:
     W.resolve_system(system, cfg["plugins"])
-    W.code_digest("urd.run", W.system_module(system, cfg["plugins"]))
+    W.code_digest("urd.harness.run", W.system_module(system, cfg["plugins"]))
 print(sorted(m for m in {HEAVY!r} if m in sys.modules))
 """
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)

@@ -12,7 +12,7 @@ import pytest
 import tables_fixtures as fx
 from conftest import snakemake
 
-from urd.io import sha256_file
+from urd.core.io import sha256_file
 
 pytestmark = pytest.mark.slow  # every test here runs Snakemake
 

@@ -76,7 +76,7 @@ def test_tiny_end_to_end_with_a_plugin_then_rescore(plugin_workflow):
     assert "system=vanilla" not in out and "system=head" in out
     (wf / "my_systems.py").write_text(readme_plugin())
 
-    rescore = [sys.executable, "-m", "urd.summarize", "--rescore", "results/urd/tiny"]
+    rescore = [sys.executable, "-m", "urd.harness.summarize", "--rescore", "results/urd/tiny"]
     ok = subprocess.run(rescore, cwd=wf, capture_output=True, text=True)
     assert ok.returncode == 0 and "identical" in ok.stderr
 
@@ -179,7 +179,7 @@ def test_a_truncated_cell_is_refused_naming_the_file(workflow):
     snakemake(workflow, TINY, *REDUCED, "systems=[vanilla]", check=True)
     resp = workflow / "results/urd/tiny/vanilla/t1/sanity/responses.jsonl"
     resp.write_text("".join(resp.read_text().splitlines(keepends=True)[:-1]))
-    bad = subprocess.run([sys.executable, "-m", "urd.summarize", "--rescore", "results/urd/tiny"], cwd=workflow,
+    bad = subprocess.run([sys.executable, "-m", "urd.harness.summarize", "--rescore", "results/urd/tiny"], cwd=workflow,
                          capture_output=True, text=True)
     assert bad.returncode == 1
     assert "vanilla/t1/sanity/responses.jsonl: episode 0: expected the control's queries" in bad.stderr, bad.stderr

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-from ..errors import DigestMismatch, InputError
-from ..io import sha256_bytes
+from ..core.errors import DigestMismatch, InputError
+from ..core.io import sha256_bytes
 
 NOTES_DIR = Path(__file__).parent / "data" / "notes"
 VARIANTS = ("move", "trip-alone")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..errors import UrdError
+from ..core.errors import UrdError
 from . import checks_v1, checks_v2
 from .cases import case as case_named
 

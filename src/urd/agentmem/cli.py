@@ -11,9 +11,9 @@ import json
 import sys
 from pathlib import Path
 
-from ..errors import UrdError
-from ..io import atomic_write_json
-from . import estimate as estimate_mod
+from ..core.errors import UrdError
+from ..core.io import atomic_write_json
+from ..cost import agentmem as estimate_mod
 from . import profile as profile_mod
 from . import settings as settings_mod
 from . import trip_vs_move, update_gate
@@ -94,7 +94,7 @@ def _settings(args) -> settings_mod.Settings:
 
 
 def _read_report(path: Path, suite: str) -> dict:
-    from ..errors import InputError
+    from ..core.errors import InputError
 
     try:
         report = json.loads(path.read_text(encoding="utf-8"))

@@ -20,14 +20,7 @@ from . import purposes as P
 from .ingest import words
 from .probes import PairProbe
 from .settings import StoreLimits
-from .store import (
-    DEPENDENT_CLAIM_EXAMINED,
-    MATCHED_EXISTING,
-    RESTATED,
-    UPDATE_SUPERSESSION,
-    Claim,
-    ClaimStore,
-)
+from .store import DEPENDENT_CLAIM_EXAMINED, MATCHED_EXISTING, RESTATED, UPDATE_SUPERSESSION, Claim, ClaimStore
 
 RESTATED_OUTCOME = "restated"
 MATCHED_OUTCOME = "matched_existing"

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import date
 
-from ..errors import UrdError
+from ..core.errors import UrdError
 from ..llm import LLM
 from . import prompts, replies
 from . import purposes as P

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..errors import DigestMismatch, InputError
-from ..io import sha256_file
+from ..core.errors import DigestMismatch, InputError
+from ..core.io import sha256_file
 
 PAIRS_DIR = Path(__file__).parent / "data" / "pairs"
 SET_ORDER = ("development", "heldout", "past-values", "past-marker-heldout")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Mapping
 
-from ..errors import InputError
+from ..core.errors import InputError
 
 ABOUT = (
     "Measured usage per purpose, from live reports of one model on every purpose: for "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from ..errors import InputError, UrdError
+from ..core.errors import InputError, UrdError
 from ..llm import LLM, SCRIPTED_MODEL, Backends, Meter, ReplayCache, Routes, ScriptedBackend
 from .purposes import PURPOSES
 from .scripted import ScriptedResponder, ScriptedTable

@@ -14,8 +14,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import InputError
-from ..io import sha256_bytes
+from ..core.errors import InputError
+from ..core.io import sha256_bytes
 from ..llm import Request, fenced_blocks
 from . import purposes as P
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from ..errors import InputError
+from ..core.errors import InputError
 from ..llm import PriceBook
 
 REPO_ROOT = Path(__file__).resolve().parents[3]

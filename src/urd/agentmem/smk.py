@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..io import canonical_json
-from . import estimate as estimate_mod
+from ..core.io import canonical_json
+from ..cost import agentmem as estimate_mod
 from .runtime import routes_for
 from .settings import validate
 

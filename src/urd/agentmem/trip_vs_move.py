@@ -9,9 +9,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from .. import __version__
+from ..cost import agentmem as estimate_mod
 from ..llm import CallFailed, Meter, RequestRefused, Routes
 from . import checks as checks_mod
-from . import estimate as estimate_mod
 from .cases import PROTOCOL, verify_notes
 from .cases import case as case_named
 from .consolidate import consolidate

@@ -8,8 +8,8 @@ import sys
 from collections.abc import Callable, Mapping
 
 from .. import __version__
+from ..cost import agentmem as estimate_mod
 from ..llm import CallFailed, Meter, RequestRefused
-from . import estimate as estimate_mod
 from .gates import GATES
 from .pairs import load_set_rows, set_info
 from .probes import PairProbe

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..errors import InputError, UrdError
+from ..core.errors import InputError, UrdError
 from .rwkv_pkg import load_rwkv7
 from .state import StateLayout, clone_state
 from .tokenizer import END_OF_TEXT, WorldTokenizer, get_tokenizer

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 
-from ..errors import UrdError
+from ..core.errors import UrdError
 from .adapter import END, MAX_NEW_TOKENS, STOP, Generation
 from .tokenizer import END_OF_TEXT
 

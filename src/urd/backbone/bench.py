@@ -122,7 +122,7 @@ def main(argv=None) -> int:
         "load_average": os.getloadavg(),
     }
     if a.out:
-        from ..io import atomic_write_json
+        from ..core.io import atomic_write_json
 
         atomic_write_json(a.out, results)
     print(json.dumps(results, indent=2))

@@ -42,7 +42,7 @@ from pathlib import Path
 
 import httpx
 
-from ..errors import DigestMismatch, InputError, UrdError
+from ..core.errors import DigestMismatch, InputError, UrdError
 
 Progress = Callable[[int, "int | None"], None]
 

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
-from ..errors import InputError
+from ..core.errors import InputError
 from .wkv import wkv7
 
 _LINEAR = ("receptance.weight", "key.weight", "value.weight", "output.weight")

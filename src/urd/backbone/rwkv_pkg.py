@@ -14,7 +14,7 @@ import os
 import sys
 import warnings
 
-from ..errors import UrdError
+from ..core.errors import UrdError
 
 
 @contextlib.contextmanager

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..errors import InputError
+from ..core.errors import InputError
 
 
 @dataclass(frozen=True)

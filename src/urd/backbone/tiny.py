@@ -22,7 +22,7 @@ import os
 import numpy as np
 import torch
 
-from ..io import atomic_write_bytes
+from ..core.io import atomic_write_bytes
 
 DTYPE = torch.bfloat16  # what the released g1d checkpoints store
 
@@ -161,7 +161,7 @@ def main(argv=None) -> int:
     """python -m urd.backbone.tiny OUT.pth --seed N [--n-layer L --n-embd D]; prints the SHA-256."""
     import argparse
 
-    from ..io import sha256_file
+    from ..core.io import sha256_file
 
     ap = argparse.ArgumentParser(description="Write a deterministic random RWKV-7 checkpoint.")
     ap.add_argument("out")

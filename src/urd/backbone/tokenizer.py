@@ -17,8 +17,8 @@ import functools
 import os
 from importlib.util import find_spec
 
-from ..errors import DigestMismatch, InputError
-from ..io import sha256_file
+from ..core.errors import DigestMismatch, InputError
+from ..core.io import sha256_file
 
 VOCAB_FILE = "rwkv_vocab_v20230424.txt"
 VOCAB_SHA256 = "8324476023347dec2964625ccb2075c864d250a9c6d9a74f36daba628de8c008"

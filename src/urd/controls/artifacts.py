@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import InputError
-from ..io import sha256_file
+from ..core.errors import InputError
+from ..core.io import sha256_file
 
 if TYPE_CHECKING:
     from .tuned import TunedState
@@ -37,7 +37,7 @@ def artifact_dir(root: str | Path, recipe: str, transcript: str) -> Path:
 def evaluated_transcript_digests(config: dict, task: str) -> list[str]:
     """The transcripts the controls need artifacts for, from the config alone (the data is
     regenerated in memory), so a rule can name its inputs when the DAG is built."""
-    from ..calibrate import t1_episode, t2_episode
+    from ..data.calibrate import t1_episode, t2_episode
 
     make = {"t1": t1_episode, "t2": t2_episode}[task]
     n = config.get("evaluate_episodes") or config["episodes"]

@@ -17,7 +17,7 @@ import argparse
 import json
 import sys
 
-from ..errors import UrdError
+from ..core.errors import UrdError
 
 
 def _pairs(items: list[str]) -> dict[str, str]:
@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--state-file", required=True, help="the tuned state's file name in each artifact directory")
     ap.add_argument("--task", help="bits-curve: the task")
     ap.add_argument("--budgets", help="bits-curve: comma-separated bytes, 'full' for the whole state")
-    ap.add_argument("--spec", required=True, help="the cell spec (urd.run.cell_spec) as JSON")
+    ap.add_argument("--spec", required=True, help="the cell spec (urd.harness.run.cell_spec) as JSON")
     ap.add_argument("--static", default="{}", help="provenance known when the DAG is built (JSON)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--responses", required=True)
@@ -48,14 +48,14 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     spec, static = json.loads(args.spec), json.loads(args.static)
     try:
-        from ..verify import check_stamps
+        from ..core.verify import check_stamps
 
         check_stamps(args.verified)
         from ..backbone.adapter import Backbone
+        from ..core.io import atomic_write_json, atomic_write_jsonl, read_jsonl, sha256_file
+        from ..core.provenance import code_digest, git_commit, package_versions
         from ..harness.context import Decode
-        from ..io import atomic_write_json, atomic_write_jsonl, read_jsonl, sha256_file
-        from ..provenance import code_digest, git_commit, package_versions
-        from ..run import select
+        from ..harness.run import select
         from ..systems import registry
         from .artifacts import ArtifactProvider
         from .evaluate import Recipe, bits_curve, ceiling

@@ -3,7 +3,7 @@
     ceiling(backbone, episodes, recipes, controls, factor, decode)
     bits_curve(backbone, task, episodes, recipe, provider, budgets, control, factor, decode)
 
-`episodes` are the evaluated episodes (urd.run.select); `control` the in-session control's
+`episodes` are the evaluated episodes (urd.harness.run.select); `control` the in-session control's
 responses for the same episodes (reused from results/urd/{scale}/control/, or None to run it
 here). Each returns (figures, responses): figures as fold_cell gives them, responses the raw
 records (kept beside the JSON, re-judgeable offline).

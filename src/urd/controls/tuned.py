@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..errors import InputError
+from ..core.errors import InputError
 from ..systems.base import MemorySystem
 from ..systems.packing import pack_topk, unpack_topk
 

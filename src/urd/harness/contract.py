@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from ..errors import UrdError
+from ..core.errors import UrdError
 
 
 class BudgetViolation(UrdError):

@@ -14,8 +14,8 @@ import base64
 import hashlib
 import sys
 
-from ..errors import InputError
-from ..io import atomic_write_jsonl, read_jsonl
+from ..core.errors import InputError
+from ..core.io import atomic_write_jsonl, read_jsonl
 from .contract import Consolidation
 
 FIELDS = ("system", "task", "split", "episode", "fiche_b64", "fiche_sha256", *Consolidation.__dataclass_fields__)

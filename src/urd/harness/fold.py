@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..errors import InputError
+from ..core.errors import InputError
 from .scoring import episode_scores, judge_t1, judge_t2
 
 DIGITS = 6

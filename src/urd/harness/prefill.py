@@ -15,8 +15,8 @@ import json
 
 import numpy as np
 
-from ..errors import InputError
-from ..io import atomic_write_bytes, atomic_write_json, sha256_bytes
+from ..core.errors import InputError
+from ..core.io import atomic_write_bytes, atomic_write_json, sha256_bytes
 
 
 def _sha(text: str) -> str:

@@ -20,7 +20,7 @@ import sys
 import time
 
 from ..backbone.tokenizer import count_tokens
-from ..errors import InputError
+from ..core.errors import InputError
 from . import contract, fiches
 from .context import Decode, answer_groups
 from .handle import ModelHandle
@@ -191,7 +191,7 @@ def judge_cell(task: str, episodes: list[dict], raw: list[dict], fiche_records: 
 
 # --- in one process (controls, tests) ----------------------------------------------------------
 def run_control(backbone, task: str, episodes: list[dict], decode: Decode, label="control") -> list[dict]:
-    from ..tasks import views
+    from ..data import views
 
     raw = answer_control(backbone, [views.session_a(e) for e in episodes],
                          [views.session_b(e) for e in episodes], decode, label)
@@ -201,7 +201,7 @@ def run_control(backbone, task: str, episodes: list[dict], decode: Decode, label
 def run_system(backbone, system, task: str, episodes: list[dict], split: str, budget: int | None,
                factor: int, decode: Decode, label: str | None = None) -> list[dict]:
     """All three steps in this process (the workflow runs them as separate jobs)."""
-    from ..tasks import views
+    from ..data import views
 
     label = label or f"{system.name}/{task}/{split}"
     recs = consolidate_cell(system, task, [views.session_a(e) for e in episodes], split, budget, factor, label)

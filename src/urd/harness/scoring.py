@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 
-from ..tasks import t1 as t1task
-from ..tasks import t2 as t2task
+from ..data import t1 as t1task
+from ..data import t2 as t2task
 
 _VALUE = re.compile(r"(?<![0-9A-Z])[" + re.escape(t1task.ALPHABET) + r"]{12}(?![0-9A-Z])")
 _ABSTAIN = re.compile(r"\bNONE\b")

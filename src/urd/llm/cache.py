@@ -11,8 +11,8 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from ..errors import InputError
-from ..io import atomic_write_json
+from ..core.errors import InputError
+from ..core.io import atomic_write_json
 from .request import Completion, Request
 from .usage import Usage
 

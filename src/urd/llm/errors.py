@@ -1,6 +1,6 @@
 """Errors of the LLM layer. None of them ever carries the API key."""
 
-from ..errors import UrdError
+from ..core.errors import UrdError
 
 
 class LLMError(UrdError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..errors import InputError
+from ..core.errors import InputError
 from .scripted import SCRIPTED_MODEL
 from .usage import Usage, base_model
 

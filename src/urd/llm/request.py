@@ -11,7 +11,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
-from ..io import canonical_json
+from ..core.io import canonical_json
 from .usage import Usage
 
 _FENCE = re.compile(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from ..errors import InputError
+from ..core.errors import InputError
 
 
 @dataclass(frozen=True)

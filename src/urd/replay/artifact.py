@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import DigestMismatch, InputError
-from ..io import atomic_write_bytes, atomic_write_json, sha256_bytes
+from ..core.errors import DigestMismatch, InputError
+from ..core.io import atomic_write_bytes, atomic_write_json, sha256_bytes
 
 STATE_FILE = "time_state.npy"
 COSTS_FILE = "costs.json"

@@ -14,8 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..errors import UrdError
-from ..io import atomic_write_json
+from ..core.errors import UrdError
+from ..core.io import atomic_write_json
 from .artifact import read_artifact
 
 ROW_KEYS = ("task", "episode", "transcript_sha256", "transcript_tokens", "steps", "ctx",

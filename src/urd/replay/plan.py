@@ -1,7 +1,7 @@
 """The tuning jobs of a scale, listed when the DAG is built.
 
 An artifact is named by its transcript's SHA-256, so the DAG needs the hashes before any data
-file exists. They are computed from the generators (urd.calibrate), which are deterministic and
+file exists. They are computed from the generators (urd.data.calibrate), which are deterministic and
 cheap (about 50 ms for 12 episodes), rather than from a Snakemake checkpoint: a checkpoint would
 hide every tuning job from `snakemake -n` on a fresh clone, and the planned GPU spend is the
 figure a dry run exists to show. Consistency is still checked on the real data: the data file is
@@ -19,7 +19,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from ..errors import InputError
+from ..core.errors import InputError
 from .recipe import Recipe, recipe_settings, resolve
 
 TASKS = ("t1", "t2")
@@ -34,7 +34,7 @@ class Transcript:
 
 @functools.lru_cache(maxsize=8)
 def _transcripts(spec_json: str) -> tuple[Transcript, ...]:
-    from .. import calibrate
+    from ..data import calibrate
 
     config = json.loads(spec_json)
     n = min(config["episodes"], config.get("evaluate_episodes") or config["episodes"])
@@ -49,8 +49,8 @@ def _transcripts(spec_json: str) -> tuple[Transcript, ...]:
 
 @functools.lru_cache(maxsize=64)
 def _tokens(spec_json: str, sha256: str) -> int:
-    from .. import calibrate
     from ..backbone.tokenizer import count_tokens
+    from ..data import calibrate
 
     config = json.loads(spec_json)
     t = next(t for t in _transcripts(spec_json) if t.sha256 == sha256)
@@ -59,7 +59,7 @@ def _tokens(spec_json: str, sha256: str) -> int:
 
 
 def _spec(config: dict) -> str:
-    from ..calibrate import data_spec
+    from ..data.calibrate import data_spec
 
     return json.dumps({**data_spec(config), "evaluate_episodes": config.get("evaluate_episodes")},
                       sort_keys=True)

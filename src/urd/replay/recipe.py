@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from ..errors import InputError
+from ..core.errors import InputError
 
 OPTIMIZER_KEYS = ("lr_init", "lr_final", "grad_clip", "beta1", "beta2", "eps")
 

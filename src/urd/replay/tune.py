@@ -26,8 +26,8 @@ import sys
 import time
 from pathlib import Path
 
-from ..errors import InputError, UrdError
-from ..io import read_jsonl
+from ..core.errors import InputError, UrdError
+from ..core.io import read_jsonl
 from .artifact import write_artifact
 from .recipe import Recipe, resolve
 
@@ -101,14 +101,14 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     log = lambda msg: print(f"[tune {args.recipe}/{args.task}/{args.episode}] {msg}", file=sys.stderr, flush=True)
     try:
-        from ..verify import check_stamps
+        from ..core.verify import check_stamps
 
         check_stamps(args.verified)
         import torch
 
         from ..backbone.rwkv7_torch import RWKV7
         from ..backbone.tokenizer import encode
-        from ..provenance import code_digest
+        from ..core.provenance import code_digest
 
         started = time.monotonic()
         cpu0 = time.process_time()

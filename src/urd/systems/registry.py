@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-from ..errors import InputError
+from ..core.errors import InputError
 from .base import MemorySystem
 
 BUILTIN = {

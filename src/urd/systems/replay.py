@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
+from ..core.errors import InputError
 from ..replay.artifact import read_artifact
 from .base import MemorySystem
 from .packing import pack_topk, unpack_topk
@@ -24,7 +24,7 @@ from .packing import pack_topk, unpack_topk
 
 class Replay(MemorySystem):
     recipe = "unnamed"
-    needs_artifacts = True  # urd.run --artifacts DIR (the recipe's artifact directory)
+    needs_artifacts = True  # urd.harness.run --artifacts DIR (the recipe's artifact directory)
 
     @property
     def state_shape(self) -> tuple[int, int, int, int]:
@@ -35,7 +35,7 @@ class Replay(MemorySystem):
         root = self.settings.get("artifacts")
         if not root:
             raise InputError(f"system {self.name}", "settings.artifacts",
-                             "the directory of its tuning artifacts (urd.run --artifacts)")
+                             "the directory of its tuning artifacts (urd.harness.run --artifacts)")
         return Path(root) / hashlib.sha256(transcript.encode("utf-8")).hexdigest()
 
     def consolidate(self, transcript, budget_bytes):

@@ -5,7 +5,7 @@ replacement, `resamples` times; each resample's retention is the ratio of its me
 mean(score B) / mean(score A), exactly as the point estimate is computed (urd.harness.fold).
 The interval is the percentile interval at `level` (numpy.quantile, linear interpolation).
 
-The resampled episode indices come from the project's SHA-256 stream (urd.rng), named by the
+The resampled episode indices come from the project's SHA-256 stream (urd.core.rng), named by the
 seed and the number of episodes, so they are the same on every machine and numpy version, and
 every cell with the same number of episodes is resampled with the same index draws (a paired
 bootstrap: systems are compared on the same resampled episode sets).
@@ -21,7 +21,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..rng import Stream
+from ..core.rng import Stream
 
 METHOD = "percentile bootstrap over episodes (resampled with replacement), ratio of means"
 
@@ -34,7 +34,7 @@ class Bootstrap:
 
     def describe(self) -> str:
         return (f"{self.level:.0%} CI: {METHOD}; {self.resamples} resamples, seed {self.seed}, "
-                "episode indices from urd.rng (SHA-256 stream)")
+                "episode indices from urd.core.rng (SHA-256 stream)")
 
     def as_dict(self) -> dict:
         return {"method": METHOD, "resamples": self.resamples, "level": self.level, "seed": self.seed}

@@ -17,9 +17,9 @@ import argparse
 import json
 import sys
 
-from ..errors import UrdError
-from ..io import atomic_write_text
-from ..provenance import git_commit
+from ..core.errors import UrdError
+from ..core.io import atomic_write_text
+from ..core.provenance import git_commit
 from . import controls, figures, retention, side
 from .bootstrap import Bootstrap
 from .sources import caption_rst, load, parse_labelled

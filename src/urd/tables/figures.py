@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.patches import Patch
 
-from ..io import atomic_write_bytes
+from ..core.io import atomic_write_bytes
 from .render import size_label
 
 STYLE = {

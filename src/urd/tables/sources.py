@@ -7,8 +7,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import InputError
-from ..io import sha256_bytes
+from ..core.errors import InputError
+from ..core.io import sha256_bytes
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from ..errors import InputError
+from ..core.errors import InputError
 
 TABLES = "results/urd/tables"
 FIGURES = "results/urd/figures"

@@ -3,19 +3,19 @@ built (paths, specs, digests, estimates, validation), with nothing heavy behind 
 model, no network. Jobs reach the package through the scripts in ``scripts/`` (:mod:`.job`)."""
 
 from ..agentmem import smk as agentmem
-from ..calibrate import data_spec
-from ..config import config_digest, validate_config, validate_section
-from ..errors import UrdError
-from ..estimate import cell_cpu_seconds, controls_cpu_seconds, tune_resources
-from ..manifest import read_manifest
-from ..provenance import code_digest
+from ..core.config import config_digest, validate_config, validate_section
+from ..core.errors import UrdError
+from ..core.manifest import read_manifest
+from ..core.provenance import code_digest
+from ..cost.estimate import cell_cpu_seconds, controls_cpu_seconds, tune_resources
+from ..cost.spend import register_spend_preview
+from ..data.calibrate import data_spec
+from ..data.views import view_path
+from ..harness.run import cell_spec
 from ..replay import plan as replay_plan
-from ..run import cell_spec
-from ..spend import register_spend_preview
 from ..systems.registry import resolve as resolve_system
 from ..systems.registry import system_module
 from ..tables import targets as tables
-from ..tasks.views import view_path
 
 __all__ = [
     "UrdError", "agentmem", "cell_cpu_seconds", "cell_spec", "code_digest", "config_digest",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ..rng import Stream
+from ..core.rng import Stream
 
 TASK = "t2"
 HEADER = "Each line is a request; each reply follows the house style shown in the session."

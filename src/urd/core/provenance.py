@@ -23,7 +23,7 @@ from pathlib import Path
 from .io import sha256_file
 
 PACKAGES = ("snakemake", "rwkv", "torch", "numpy", "anthropic", "httpx", "huggingface_hub", "pyyaml")
-URD_DIR = Path(__file__).resolve().parent
+URD_DIR = Path(__file__).resolve().parent.parent
 DATA_SUFFIXES = (".json", ".md", ".yaml", ".txt")
 _INSTALLED = {Path(sysconfig.get_paths()[k]).resolve() for k in ("stdlib", "platstdlib", "purelib", "platlib")}
 

@@ -1,7 +1,7 @@
 """Fold a scale's responses into summary.json, and rescore it offline.
 
-    python -m urd.summarize --scale tiny --responses R... --fiches F... --static '{...}' --out results/urd/tiny/summary.json
-    python -m urd.summarize --rescore results/urd/tiny     # rebuild every figure, compare, exit 1 on any difference
+    python -m urd.harness.summarize --scale tiny --responses R... --fiches F... --static '{...}' --out results/urd/tiny/summary.json
+    python -m urd.harness.summarize --rescore results/urd/tiny     # rebuild every figure, compare, exit 1 on any difference
 
 Only the files named on the command line are read (the rule's declared inputs): a folder holding
 another run's extra cells gives the same summary. Layout: <root>/control/<task>/responses.jsonl
@@ -17,9 +17,9 @@ import json
 import sys
 from pathlib import Path
 
-from .errors import InputError, UrdError
-from .harness.fold import fold, verdict_drift
-from .io import atomic_write_json, read_jsonl, sha256_file
+from ..core.errors import InputError, UrdError
+from ..core.io import atomic_write_json, read_jsonl, sha256_file
+from .fold import fold, verdict_drift
 
 
 def cell_key(path: Path) -> tuple:
@@ -73,14 +73,14 @@ def rescore(root: str | Path) -> tuple[bool, list[str]]:
 
 
 def provenance(args) -> dict:
-    from .provenance import code_digest, git_commit, package_versions
+    from ..core.provenance import code_digest, git_commit, package_versions
 
     prov = json.loads(args.static)
     if args.checkpoint_stamp:
         prov["checkpoint_sha256"] = Path(args.checkpoint_stamp).read_text().split()[0]
     if args.manifest:
         prov["data_manifest_sha256"] = sha256_file(args.manifest)
-    prov["package_code_sha256"] = code_digest("urd.summarize")
+    prov["package_code_sha256"] = code_digest("urd.harness.summarize")
     prov["commit"] = git_commit()
     prov["packages"] = package_versions()
     return prov
@@ -91,7 +91,7 @@ def _relative(paths: list[str], root: Path) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m urd.summarize")
+    ap = argparse.ArgumentParser(prog="python -m urd.harness.summarize")
     ap.add_argument("--rescore", metavar="ROOT", help="rebuild figures from responses and compare")
     ap.add_argument("--scale")
     ap.add_argument("--responses", nargs="+", default=[], help="every responses.jsonl to fold (control included)")

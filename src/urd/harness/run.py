@@ -1,11 +1,11 @@
 """The jobs of a benchmark cell, each its own process (the rules in rules/urd.smk call these).
 
-    python -m urd.run prefill --checkpoint M --sessions data/c1/t1.session_a.jsonl --spec S --out P.json
-    python -m urd.run control --checkpoint M --sessions A --prompts data/c1/t1.session_b.jsonl --prefill P.json --spec S --out raw.jsonl
-    python -m urd.run consolidate --checkpoint M --sessions A --prefill P.json --task t1 --system retrieval \
+    python -m urd.harness.run prefill --checkpoint M --sessions data/c1/t1.session_a.jsonl --spec S --out P.json
+    python -m urd.harness.run control --checkpoint M --sessions A --prompts data/c1/t1.session_b.jsonl --prefill P.json --spec S --out raw.jsonl
+    python -m urd.harness.run consolidate --checkpoint M --sessions A --prefill P.json --task t1 --system retrieval \
         --split over --budget 120 --spec S [--artifacts DIR] --out fiches.jsonl
-    python -m urd.run answer --checkpoint M --prompts B --fiches fiches.jsonl --system retrieval --spec S --out raw.jsonl
-    python -m urd.run judge --task t1 --data data/c1/t1.jsonl --raw raw.jsonl [--fiches fiches.jsonl] --spec S --out responses.jsonl
+    python -m urd.harness.run answer --checkpoint M --prompts B --fiches fiches.jsonl --system retrieval --spec S --out raw.jsonl
+    python -m urd.harness.run judge --task t1 --data data/c1/t1.jsonl --raw raw.jsonl [--fiches fiches.jsonl] --spec S --out responses.jsonl
 
 `consolidate` reads the session-A view (transcripts) and writes the fiches; `answer` builds the
 system afresh and reads the session-B view (header, prompts) and the fiches, nothing else;
@@ -21,8 +21,8 @@ import json
 import sys
 from pathlib import Path
 
-from .errors import UrdError
-from .io import atomic_write_jsonl, read_jsonl
+from ..core.errors import UrdError
+from ..core.io import atomic_write_jsonl, read_jsonl
 
 
 def cell_spec(config: dict, task: str) -> dict:
@@ -52,10 +52,10 @@ def prefill_bin(index_path: str | Path) -> Path:
 
 def _handle(args, spec):
     """A metered handle that loads the checkpoint on first use."""
-    from .harness.handle import ModelHandle
+    from .handle import ModelHandle
 
     def load():
-        from .backbone.adapter import Backbone
+        from ..backbone.adapter import Backbone
 
         return Backbone.load(args.checkpoint, strategy=spec["strategy"])
 
@@ -63,13 +63,13 @@ def _handle(args, spec):
 
 
 def _decode(spec):
-    from .harness.context import Decode
+    from .context import Decode
 
     return Decode(max_new_tokens=spec["decode"]["max_new_tokens"])
 
 
 def _system(args, spec, handle):
-    from .systems import registry
+    from ..systems import registry
 
     settings = spec.get("system_settings", {}).get(args.system, {})
     if getattr(args, "artifacts", None):
@@ -78,8 +78,8 @@ def _system(args, spec, handle):
 
 
 def cmd_prefill(args, spec):
-    from .backbone.adapter import Backbone
-    from .harness import prefill
+    from ..backbone.adapter import Backbone
+    from . import prefill
 
     sessions = select(read_jsonl(args.sessions), spec)
     backbone = Backbone.load(args.checkpoint, strategy=spec["strategy"])
@@ -89,8 +89,8 @@ def cmd_prefill(args, spec):
 
 
 def cmd_control(args, spec):
-    from .harness import prefill
-    from .harness.runner import answer_control
+    from . import prefill
+    from .runner import answer_control
 
     handle = _handle(args, spec)
     sessions_a = select(read_jsonl(args.sessions), spec)
@@ -101,8 +101,8 @@ def cmd_control(args, spec):
 
 
 def cmd_consolidate(args, spec):
-    from .harness import fiches, prefill
-    from .harness.runner import consolidate_cell
+    from . import fiches, prefill
+    from .runner import consolidate_cell
 
     handle = _handle(args, spec)
     system = _system(args, spec, handle)
@@ -115,8 +115,8 @@ def cmd_consolidate(args, spec):
 
 
 def cmd_answer(args, spec):
-    from .harness import fiches
-    from .harness.runner import answer_cell
+    from . import fiches
+    from .runner import answer_cell
 
     handle = _handle(args, spec)
     system = _system(args, spec, handle)
@@ -126,8 +126,8 @@ def cmd_answer(args, spec):
 
 
 def cmd_judge(args, spec):
-    from .harness import fiches
-    from .harness.runner import judge_cell
+    from . import fiches
+    from .runner import judge_cell
 
     recs = [rec for rec, _ in fiches.read(args.fiches)] if args.fiches else None
     system = recs[0]["system"] if recs else "control"
@@ -143,7 +143,7 @@ COMMANDS = {"prefill": cmd_prefill, "control": cmd_control, "consolidate": cmd_c
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m urd.run")
+    ap = argparse.ArgumentParser(prog="python -m urd.harness.run")
     sub = ap.add_subparsers(dest="command", required=True)
     p = {name: sub.add_parser(name) for name in COMMANDS}
     for name, sp in p.items():
@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     spec = json.loads(args.spec)
     try:
-        from .verify import check_stamps
+        from ..core.verify import check_stamps
 
         check_stamps(args.verified)
         message = COMMANDS[args.command](args, spec)

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections import Counter
 from fractions import Fraction
 
-from .backbone.tokenizer import count_tokens
-from .tasks.t1 import BITS_PER_SYMBOL
+from ..backbone.tokenizer import count_tokens
+from .t1 import BITS_PER_SYMBOL
 
 
 def key_masses(episode: dict, quota: dict) -> list[Fraction]:
@@ -76,10 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     import json
     import sys
 
-    from .io import atomic_write_json, read_jsonl, sha256_file
-    from .provenance import code_digest, git_commit, package_versions
+    from ..core.io import atomic_write_json, read_jsonl, sha256_file
+    from ..core.provenance import code_digest, git_commit, package_versions
 
-    ap = argparse.ArgumentParser(prog="python -m urd.oracle")
+    ap = argparse.ArgumentParser(prog="python -m urd.data.oracle")
     ap.add_argument("--spec", required=True, help="config subset as JSON (from the rule)")
     ap.add_argument("--t1", required=True)
     ap.add_argument("--t2", required=True)
@@ -87,8 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--verified", nargs="*", default=[], help="verify stamps: their files are re-checked before use")
     args = ap.parse_args(argv)
-    from .errors import UrdError
-    from .verify import check_stamps
+    from ..core.errors import UrdError
+    from ..core.verify import check_stamps
 
     try:
         check_stamps(args.verified)
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     report["provenance"] = {
         "data": {args.t1: sha256_file(args.t1), args.t2: sha256_file(args.t2)},
         "manifest_sha256": sha256_file(args.manifest),
-        "code_sha256": code_digest("urd.oracle"),
+        "code_sha256": code_digest("urd.data.oracle"),
         "commit": git_commit(),
         "packages": package_versions(),
         "master_seed": config["master_seed"],

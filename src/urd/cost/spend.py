@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, TextIO
 
-from .errors import InputError, UrdError
+from ..core.errors import InputError, UrdError
 
 UNITS = ("gpu_seconds", "cpu_seconds", "usd_cents")
 

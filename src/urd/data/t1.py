@@ -7,7 +7,7 @@ so 64 x 60 bits = 480 bytes of exact-entropy payload). Exposed over 96 lines: 8 
 
 from __future__ import annotations
 
-from ..rng import Stream
+from ..core.rng import Stream
 
 # Crockford's base32: 32 symbols without I, L, O, U, so a value cannot be misread.
 ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"

@@ -22,15 +22,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..agentmem import prompts
+from ..agentmem import purposes as P
+from ..agentmem.cases import case as case_named
+from ..agentmem.cases import load_note
+from ..agentmem.gates import BEFORE_1_187, CHANGES_ONLY, PRODUCTION
+from ..agentmem.pairs import load_set_rows
+from ..agentmem.settings import Settings
 from ..llm import SCRIPTED_MODEL, Request, Routes, Usage
 from ..llm.prices import PriceBook
-from . import prompts
-from . import purposes as P
-from .cases import case as case_named
-from .cases import load_note
-from .gates import BEFORE_1_187, CHANGES_ONLY, PRODUCTION
-from .pairs import load_set_rows
-from .settings import Settings
 
 FRAMING_TOKENS = 32
 PROBE_CALLS_PER_PAIR = {PRODUCTION: 3, CHANGES_ONLY: 2, BEFORE_1_187: 3}

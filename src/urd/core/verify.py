@@ -1,6 +1,6 @@
 """The verify step that sits in the DAG before every consumer of the data.
 
-    python -m urd.verify --manifest calibration/manifest.sha256 --stamp STAMP FILE
+    python -m urd.core.verify --manifest calibration/manifest.sha256 --stamp STAMP FILE
 
 On a mismatch it exits non-zero with a message naming the file, the expected and the actual
 digest, and writes no stamp, so nothing downstream runs.
@@ -39,7 +39,7 @@ def check_stamps(stamps) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m urd.verify")
+    ap = argparse.ArgumentParser(prog="python -m urd.core.verify")
     ap.add_argument("--manifest", required=True)
     ap.add_argument("--stamp", required=True, help="written only when the file verifies")
     ap.add_argument("file")

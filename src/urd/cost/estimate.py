@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from .errors import InputError
+from ..core.errors import InputError
 
 # Protocol sizes (measured on the generated data; results/urd/oracle.json has the exact ones).
 TRANSCRIPT_TOKENS = {"t1": 1850, "t2": 180}
@@ -59,7 +59,7 @@ def cell_cpu_seconds(config: dict, scale: str, task: str, step: str, system: str
     if step == "consolidate":
         if system != "summary":
             return _seconds(config, scale)
-        from .systems.summary import note_tokens
+        from ..systems.summary import note_tokens
 
         budget = config["profiles"][config["profile"]]["budgets"].get(split) if split else None
         written = note_tokens(budget, config.get("system_settings", {}).get("summary", {}))

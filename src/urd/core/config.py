@@ -16,7 +16,7 @@ import yaml
 from .errors import InputError
 from .io import canonical_json
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DEFAULT_CONFIG = Path("config/config.yaml")
 DEFAULT_SCHEMA = Path("config/schema.yaml")
 

@@ -1,9 +1,9 @@
 """Regenerate every urd rung-1 episode byte-for-byte, and (for maintainers) re-pin the manifest.
 
-    python -m urd.calibrate                 # writes data/<profile>/t1.jsonl and data/t2.jsonl
+    python -m urd.data.calibrate                 # writes data/<profile>/t1.jsonl and data/t2.jsonl
                                             # (and each one's session_a and session_b views)
-    python -m urd.calibrate --check         # and verifies them against calibration/manifest.sha256
-    python -m urd.calibrate --write-manifest  # re-pin (only when the protocol deliberately changes)
+    python -m urd.data.calibrate --check         # and verifies them against calibration/manifest.sha256
+    python -m urd.data.calibrate --write-manifest  # re-pin (only when the protocol deliberately changes)
 
 The Snakemake rule `calibrate` calls the same functions.
 """
@@ -15,11 +15,11 @@ import json
 import sys
 from pathlib import Path
 
-from .config import load_config
-from .errors import UrdError
-from .io import atomic_write_text, jsonl_text
-from .manifest import verify_file, write_manifest
-from .tasks import t1, t2, views
+from ..core.config import load_config
+from ..core.errors import UrdError
+from ..core.io import atomic_write_text, jsonl_text
+from ..core.manifest import verify_file, write_manifest
+from . import t1, t2, views
 
 MANIFEST = Path("calibration/manifest.sha256")
 
@@ -63,7 +63,7 @@ def data_spec(config: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m urd.calibrate", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m urd.data.calibrate", description=__doc__.split("\n")[0])
     src = ap.add_mutually_exclusive_group()
     src.add_argument("--config", default="config/config.yaml", help="YAML config (validated)")
     src.add_argument("--spec", help="data spec as JSON, as the Snakemake rule passes it")
