@@ -93,29 +93,46 @@ def test_reports_carry_notes_purposes_checks_claims_events_and_usage(reports):
         (name, registry[name]["sha256"]) for name in ("reader-01.md", "reader-02-moved.md")
     ]
     assert set(report["purposes"].values()) == {"scripted"} and not report["mixed"]
-    assert report["checks_version"] == 2 and report["gate"] == "production" and report["clock"]["mode"] == "note-date"
+    assert report["checks_version"] == 2 and report["gate"] == "production" and report["clock"]["mode"] == "fixed"
     assert report["arm"] == "scripted" and report["remarks"]
     run = report["runs"][0]
     assert {"checks", "claims", "events", "usage", "notes_read"} <= set(run)
     assert {e["kind"] for e in run["events"]} <= {"UPDATE_SUPERSESSION", "DEPENDENT_CLAIM_EXAMINED"}
 
 
-def test_the_reading_clock_defaults_to_the_notes_own_date(reports, tmp_path):
+def test_the_reading_clock_is_pinned_to_the_write_ups_date_by_default(reports, tmp_path):
     week = "The user is in Mumbai for a week, as of 2026-09-01."
-    alone = next(r for r in reports[("reader", "production")]["runs"] if r["variant"] == "trip-alone")
+    report = reports[("reader", "production")]
+    assert report["clock"] == {"mode": "fixed", "read_at": "2026-10-13"}
+    alone = next(r for r in report["runs"] if r["variant"] == "trip-alone")
     kept = next(c for c in alone["claims"] if c["content"] == week)
-    assert kept["valid_until"] == "2026-09-08" and kept["read_at"] == "2026-09-01"
-    # Read weeks later, the week is stored without its end, as the seed's replays were:
-    # then the rule before 1.187 also leaves the week reading as current.
-    late = trip_vs_move.run_suite(
-        "reader", "scripted", make_settings(tmp_path, **{"store.read_at": "2026-10-20"}),
-        gate="before-1.187", runs={"move": 1, "trip-alone": 0}, **QUIET,
+    # read after the week ended: its end date is not kept, as the write-up's runs stored it
+    assert kept["read_at"] == "2026-10-13" and kept["valid_until"] is None and kept["stated_until"] == "2026-09-08"
+    by_note = trip_vs_move.run_suite(
+        "reader", "scripted", make_settings(tmp_path, **{"store.read_at": None}), runs={"move": 0, "trip-alone": 1}, **QUIET,
     )
-    move = late["runs"][0]
-    claim = next(c for c in move["claims"] if c["content"] == week)
-    assert claim["valid_until"] is None and claim["stated_until"] == "2026-09-08"
-    assert move["checks"]["iii_trip_current"] == [week]
-    assert late["clock"] == {"mode": "fixed", "read_at": "2026-10-20"}
+    assert by_note["clock"] == {"mode": "note-date", "read_at": None}
+    claim = next(c for c in by_note["runs"][0]["claims"] if c["content"] == week)
+    assert claim["valid_until"] == "2026-09-08" and claim["read_at"] == "2026-09-01"
+
+
+def test_a_move_that_retires_the_home_but_not_the_week_fails_check_iii_under_the_default_clock(tmp_path):
+    week = "The user is in Mumbai for a week, as of 2026-09-01."
+    table = ScriptedTable.load()
+    update = dict(table.update)
+    key = next(k for k in update if k[0] == week and "moved to Mumbai" in k[1])
+    update[key] = ("DIFFERENT", "DIFFERENT")  # the move leaves the week standing
+    reanchor = {**table.reanchor, ("The user lives in Delhi.", week): ("HOLDS", None)}  # and consolidation keeps it
+    variant = dataclasses.replace(table, update=update, reanchor=reanchor)
+    one = {"runs": {"move": 1, "trip-alone": 0}, **QUIET}
+    pinned = trip_vs_move.run_suite("reader", "scripted", make_settings(tmp_path / "a"), table=variant, **one)["runs"][0]
+    assert pinned["passed"] is False and pinned["checks"]["iii_trip_current"] == [week]
+    assert pinned["checks"]["i_delhi_residence_or_flight"] == []  # the home was retired
+    # read at each note's own date, the week keeps its end (before the move) and passes check iii
+    lenient = trip_vs_move.run_suite(
+        "reader", "scripted", make_settings(tmp_path / "b", **{"store.read_at": None}), table=variant, **one
+    )["runs"][0]
+    assert lenient["checks"]["iii_trip_current"] == [] and lenient["passed"] is True
 
 
 def test_rescore_reproduces_the_report_and_spends_nothing(reports, tmp_path):
