@@ -4,7 +4,6 @@
 # also stands alone (included without rules/common.smk), so it imports what it uses itself.
 from urd import workflow as W
 
-
 AGENTMEM_REGISTRIES = [
     "calibration/agentmem/notes.json",
     "calibration/agentmem/pair_sets.json",
