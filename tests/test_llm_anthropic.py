@@ -88,3 +88,58 @@ def test_the_key_comes_from_the_environment_or_nothing_starts(monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with pytest.raises(KeyMissing):
         AnthropicBackend(max_retries=0, timeout_s=1)
+
+
+def _cut(body, text="VERDICT: CHAN"):
+    reply = _ok(body, text)
+    data = json.loads(reply.content)
+    data["stop_reason"] = "max_tokens"
+    return httpx2.Response(200, json=data)
+
+
+def _llm(monkeypatch, handler, tmp_path, **kw):
+    from urd.llm import LLM, Backends, Meter, PriceBook, ReplayCache, Routes
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    backend = AnthropicBackend(max_retries=0, timeout_s=5, http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+    prices = PriceBook.from_settings(
+        {"checked": "2026-11-30", "usd_per_mtok": {"claude-sonnet-5-5": {"input": 3, "output": 15, "cache_write": 3.75, "cache_read": 0.3}}}
+    )
+    meter = Meter()
+    llm = LLM(routes=Routes.build("claude-sonnet-5-5", ("update",)), backends=Backends(live_factory=lambda: backend),
+              prices=prices, meter=meter, cache=ReplayCache(tmp_path / "cache"), **kw)
+    return llm, meter
+
+
+def test_a_reply_cut_at_max_tokens_is_asked_again_with_twice_the_budget_and_never_parsed(monkeypatch, tmp_path):
+    seen = []
+
+    def handler(request):
+        body = json.loads(request.content)
+        seen.append(body["max_tokens"])
+        return _cut(body) if len(seen) == 1 else _ok(body, "VERDICT: CHANGES")
+
+    llm, meter = _llm(monkeypatch, handler, tmp_path)
+    assert llm.ask(Request("update", "s", "u", 64)) == "VERDICT: CHANGES"
+    assert seen == [64, 128] and dict(meter.truncated) == {"update": 1}
+    assert len(meter.records) == 2 and meter.spent_usd > 0  # the cut reply was billed, and counted
+    # a rerun replays the cut and its retry from the cache: no call, the same answer
+    again, meter2 = _llm(monkeypatch, handler, tmp_path)
+    assert again.ask(Request("update", "s", "u", 64)) == "VERDICT: CHANGES" and seen == [64, 128]
+    assert dict(meter2.truncated) == {"update": 1} and meter2.spent_usd == 0
+
+
+def test_a_reply_cut_twice_fails_the_call_naming_the_budget(monkeypatch, tmp_path):
+    from urd.llm import Truncated
+
+    seen = []
+
+    def handler(request):
+        body = json.loads(request.content)
+        seen.append(body["max_tokens"])
+        return _cut(body)
+
+    llm, meter = _llm(monkeypatch, handler, tmp_path, max_retry_tokens={"update": 100})
+    with pytest.raises(Truncated, match="update call on claude-sonnet-5-5 failed: reply cut at max_tokens=100"):
+        llm.ask(Request("update", "s", "u", 64))
+    assert seen == [64, 100] and dict(meter.truncated) == {"update": 2} and dict(meter.failed) == {"update": 1}

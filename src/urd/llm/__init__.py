@@ -6,7 +6,7 @@ answers from a table instead of the network (see :mod:`urd.llm.scripted`).
 
 from .cache import ReplayCache
 from .client import LLM, Backends
-from .errors import CallFailed, KeyMissing, LLMError, RequestRefused
+from .errors import CallFailed, KeyMissing, LLMError, RequestRefused, Truncated
 from .prices import Price, PriceBook
 from .request import Completion, Request, fence, fenced_blocks
 from .routes import Routes
@@ -30,6 +30,7 @@ __all__ = [
     "RequestRefused",
     "Routes",
     "ScriptedBackend",
+    "Truncated",
     "Usage",
     "fence",
     "fenced_blocks",

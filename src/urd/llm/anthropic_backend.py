@@ -70,7 +70,7 @@ class AnthropicBackend:
             # An empty reply is a failed call; the tokens it burned travel with the
             # exception so the meter still counts them.
             raise EmptyReply(request.purpose, model, message.stop_reason or "no text", message.model, usage)
-        return Completion(text=text, model=message.model, usage=usage)
+        return Completion(text=text, model=message.model, usage=usage, truncated=message.stop_reason == "max_tokens")
 
 
 class EmptyReply(CallFailed):

@@ -34,7 +34,8 @@ class ReplayCache:
             reply = record["response"]
             if record["key"] != key:
                 raise KeyError("key")
-            return Completion(text=reply["text"], model=reply["model"], usage=Usage(**reply["usage"]))
+            return Completion(text=reply["text"], model=reply["model"], usage=Usage(**reply["usage"]),
+                              truncated=bool(reply.get("truncated", False)))
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(path, "response", "a replay record written by urd", str(exc)) from None
 
@@ -49,6 +50,7 @@ class ReplayCache:
                     "text": completion.text,
                     "model": completion.model,
                     "usage": asdict(completion.usage),
+                    "truncated": completion.truncated,
                 },
             },
         )

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from .cache import ReplayCache
-from .errors import CallFailed, RequestRefused
+from .errors import CallFailed, RequestRefused, Truncated
 from .prices import PriceBook
 from .request import Request
 from .routes import Routes
@@ -35,7 +36,12 @@ class Backends:
 
 
 class LLM:
-    """Ask a request on its purpose's model; every answered call lands in ``meter``."""
+    """Ask a request on its purpose's model; every answered call lands in ``meter``.
+
+    A reply cut at ``max_tokens`` is counted (``meter.truncated``), billed, and asked once more
+    with ``retry_factor`` times the budget, up to the purpose's ``max_retry_tokens`` where one is
+    set; cut again, the call fails with :class:`Truncated`. A cut reply is never returned.
+    """
 
     def __init__(
         self,
@@ -45,11 +51,30 @@ class LLM:
         prices: PriceBook,
         meter: Meter,
         cache: ReplayCache | None = None,
+        retry_factor: int = 2,
+        max_retry_tokens: dict[str, int] | None = None,
     ) -> None:
         self.routes, self.backends, self.prices = routes, backends, prices
         self.meter, self.cache = meter, cache
+        self.retry_factor, self.max_retry_tokens = retry_factor, dict(max_retry_tokens or {})
 
     def ask(self, request: Request) -> str:
+        completion = self._ask_once(request)
+        if not completion.truncated:
+            return completion.text
+        self.meter.truncated[request.purpose] += 1
+        larger = request.max_tokens * self.retry_factor
+        larger = min(larger, self.max_retry_tokens.get(request.purpose, larger))
+        if larger > request.max_tokens:
+            again = self._ask_once(dataclasses.replace(request, max_tokens=larger))
+            if not again.truncated:
+                return again.text
+            self.meter.truncated[request.purpose] += 1
+            request = dataclasses.replace(request, max_tokens=larger)
+        self.meter.failed[request.purpose] += 1
+        raise Truncated(request.purpose, self.routes.model_for(request.purpose), request.max_tokens)
+
+    def _ask_once(self, request: Request):
         model = self.routes.model_for(request.purpose)
         # The scripted arm costs nothing and is its own table: it is never cached.
         use_cache = self.cache is not None and model != SCRIPTED_MODEL
@@ -57,7 +82,7 @@ class LLM:
             hit = self.cache.get(model, request)
             if hit is not None:
                 self._record(request, model, hit, replayed=True)
-                return hit.text
+                return hit
         try:
             completion = self.backends.for_model(model, request.purpose).complete(model, request)
         except RequestRefused:
@@ -74,9 +99,9 @@ class LLM:
                 )
             raise
         self._record(request, model, completion, replayed=False)
-        if use_cache:
+        if use_cache:  # a cut reply is kept too, so a rerun replays the cut and its retry
             self.cache.put(model, request, completion)
-        return completion.text
+        return completion
 
     def _record(self, request: Request, model: str, completion, *, replayed: bool) -> None:
         self.meter.add(

@@ -24,6 +24,14 @@ class CallFailed(LLMError):
         super().__init__(f"{purpose} call on {model} failed: {why}")
 
 
+class Truncated(CallFailed):
+    """The reply stopped at its output budget, again after the one retry with a larger one."""
+
+    def __init__(self, purpose: str, model: str, max_tokens: int) -> None:
+        super().__init__(purpose, model, f"reply cut at max_tokens={max_tokens} (a truncated reply is never parsed)")
+        self.max_tokens = max_tokens
+
+
 class RequestRefused(LLMError):
     """The scripted arm's table has no answer for this request's data."""
 

@@ -69,8 +69,10 @@ class Request:
 
 @dataclass(frozen=True)
 class Completion:
-    """What a backend returned: the text, the model that answered, and its usage."""
+    """What a backend returned: the text, the model that answered, its usage, and whether the
+    reply stopped at ``max_tokens`` (then it is cut short and never parsed as complete)."""
 
     text: str
     model: str
     usage: Usage = field(default_factory=Usage)
+    truncated: bool = False

@@ -58,6 +58,7 @@ class Meter:
     records: list[CallRecord] = field(default_factory=list)
     refused: Counter = field(default_factory=Counter)
     failed: Counter = field(default_factory=Counter)
+    truncated: Counter = field(default_factory=Counter)  # replies cut at max_tokens (billed, not parsed)
 
     def add(self, record: CallRecord) -> None:
         self.records.append(record)
@@ -112,4 +113,5 @@ class Meter:
             "replayed_usd": round(self.replayed_usd, 6),
             "refused": dict(sorted(self.refused.items())),
             "failed": dict(sorted(self.failed.items())),
+            "truncated": dict(sorted(self.truncated.items())),
         }
