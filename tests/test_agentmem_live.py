@@ -104,15 +104,20 @@ def test_sdk_retries_on_429_and_529_inside_a_run(tmp_path, key):
     assert len(api.requests) == sum(r["usage"]["calls"] for r in report["runs"]) + 2
 
 
-def test_the_ceiling_stops_a_run_and_reports_it_incomplete(tmp_path, key):
+def test_the_ceiling_stops_a_run_before_a_call_that_could_pass_it(tmp_path, key):
     api = FakeMessagesAPI()
     report = run(tmp_path, api, **{"spend.max_usd_per_run": 0.000001})
+    assert api.requests == []  # not even the first call could fit under it
     for r in report["runs"]:
-        assert r["passed"] is None and r["incomplete"].startswith("stopped before")
-        assert "reached the ceiling US$1e-06" in r["incomplete"]
+        assert r["passed"] is None and "stopped before the next extract call" in r["incomplete"]
+        assert "past the ceiling US$1e-06" in r["incomplete"] and r["usage"]["spent_usd"] == 0
     assert report["verdict"]["incomplete"] == 2 and report["spend"]["ceiling_usd_per_run"] == 0.000001
-    move = report["runs"][0]
-    assert [n["note"] for n in move["notes_read"]] == ["reader-01.md"]  # the first step ran, nothing after
+    # a ceiling some calls fit under: the move run (US$0.0139 uncapped) stops inside consolidation,
+    # before a call whose worst case would not fit, with its spend under the ceiling
+    capped = run(tmp_path / "capped", FakeMessagesAPI(), **{"spend.max_usd_per_run": 0.05})
+    move = capped["runs"][0]
+    assert move["incomplete"].startswith("consolidate: stopped before the next reanchor call")
+    assert 0 < move["usage"]["spent_usd"] <= 0.05
 
 
 def test_a_call_answered_by_another_model_marks_the_run_invalid(tmp_path, key):

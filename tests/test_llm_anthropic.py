@@ -143,3 +143,29 @@ def test_a_reply_cut_twice_fails_the_call_naming_the_budget(monkeypatch, tmp_pat
     with pytest.raises(Truncated, match="update call on claude-sonnet-5-5 failed: reply cut at max_tokens=100"):
         llm.ask(Request("update", "s", "u", 64))
     assert seen == [64, 100] and dict(meter.truncated) == {"update": 2} and dict(meter.failed) == {"update": 1}
+
+
+def test_the_ceiling_is_checked_before_every_call_so_the_spend_never_passes_it(monkeypatch, tmp_path):
+    import random
+
+    from urd.llm import CeilingReached
+
+    sent = []
+
+    def handler(request):  # every call costs as much as it possibly can
+        body = json.loads(request.content)
+        sent.append(body)
+        reply = json.loads(_ok(body).content)
+        size = len(body["system"][0]["text"].encode()) + len(body["messages"][0]["content"].encode())
+        reply["usage"] = {"input_tokens": size + 64, "output_tokens": body["max_tokens"],
+                          "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+        return httpx2.Response(200, json=reply)
+
+    rng = random.Random(7)
+    ceiling = 0.05
+    llm, meter = _llm(monkeypatch, handler, tmp_path, ceiling_usd=ceiling)
+    with pytest.raises(CeilingReached) as stop:
+        for i in range(1000):
+            llm.ask(Request("update", "s" * rng.randrange(10, 3000), f"u{i}", rng.randrange(16, 1024)))
+    assert 0 < meter.spent_usd <= ceiling and len(sent) == len(meter.records)
+    assert stop.value.spent + stop.value.worst > ceiling and "past the ceiling US$0.05" in str(stop.value)

@@ -42,6 +42,7 @@ def build_llm(
     *,
     table: ScriptedTable | None = None,
     http_client=None,
+    ceiling_usd: float | None = None,
 ) -> LLM:
     llm_cfg = settings.raw["llm"]
     scripted = None
@@ -57,7 +58,7 @@ def build_llm(
         ),
     )
     cache = ReplayCache(settings.work_dir / "llm-cache") if llm_cfg["replay_cache"] else None
-    return LLM(routes=routes, backends=backends, prices=settings.prices, meter=meter, cache=cache)
+    return LLM(routes=routes, backends=backends, prices=settings.prices, meter=meter, cache=cache, ceiling_usd=ceiling_usd)
 
 
 def fresh_run_dir(path: Path) -> Path:

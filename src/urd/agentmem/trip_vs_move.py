@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..cost import agentmem as estimate_mod
-from ..llm import CallFailed, Meter, RequestRefused, Routes
+from ..llm import CallFailed, CeilingReached, Meter, RequestRefused, Routes
 from . import checks as checks_mod
 from .cases import PROTOCOL, verify_notes
 from .cases import case as case_named
@@ -49,7 +49,7 @@ def run_store(
     notes = verify_notes(settings.calibration_dir, case.variants[variant])
     replica = f"{variant}-{index}"
     meter = Meter()
-    llm = build_llm(settings, routes, meter, table=table, http_client=http_client)
+    llm = build_llm(settings, routes, meter, table=table, http_client=http_client, ceiling_usd=ceiling_usd)
     incomplete = None
     reads, consolidation = [], None
     store = ClaimStore.create(fresh_run_dir(run_dir) / "store.sqlite")
@@ -76,7 +76,7 @@ def run_store(
                 result = step()
             if label == "consolidate":
                 consolidation = result
-    except (CallFailed, RequestRefused, StepFailed) as exc:
+    except (CallFailed, CeilingReached, RequestRefused, StepFailed) as exc:
         incomplete = f"{label}: {exc}"
     rows = store.rows()
     events = store.events(CHECKED_EVENTS)

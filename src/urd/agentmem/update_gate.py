@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 
 from .. import __version__
 from ..cost import agentmem as estimate_mod
-from ..llm import CallFailed, Meter, RequestRefused
+from ..llm import CallFailed, CeilingReached, Meter, RequestRefused
 from .gates import GATES
 from .pairs import load_set_rows, set_info
 from .probes import PairProbe
@@ -50,7 +50,7 @@ def run_suite(
     confirm_live(routes, settings, yes)
     ceiling = settings.raw["spend"]["max_usd_update_gate"] if is_live(routes) else None
     meter = Meter()
-    llm = build_llm(settings, routes, meter, table=table, http_client=http_client)
+    llm = build_llm(settings, routes, meter, table=table, http_client=http_client, ceiling_usd=ceiling)
     incomplete = None
     asked: dict[str, list[dict]] = {name: [] for name in rows_by_set}
     try:
@@ -66,7 +66,7 @@ def run_suite(
             log(f"{name}: {len(rows)} pairs asked")
     except _Stop as stop:
         incomplete = str(stop)
-    except (CallFailed, RequestRefused) as exc:
+    except (CallFailed, CeilingReached, RequestRefused) as exc:
         incomplete = str(exc)
     leaks = meter.leaks()
     sets = {}

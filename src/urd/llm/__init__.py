@@ -6,7 +6,7 @@ answers from a table instead of the network (see :mod:`urd.llm.scripted`).
 
 from .cache import ReplayCache
 from .client import LLM, Backends
-from .errors import CallFailed, KeyMissing, LLMError, RequestRefused, Truncated
+from .errors import CallFailed, CeilingReached, KeyMissing, LLMError, RequestRefused, Truncated
 from .prices import Price, PriceBook
 from .request import Completion, Request, fence, fenced_blocks
 from .routes import Routes
@@ -19,6 +19,7 @@ __all__ = [
     "Backends",
     "CallFailed",
     "CallRecord",
+    "CeilingReached",
     "Completion",
     "KeyMissing",
     "LLMError",

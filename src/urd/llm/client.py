@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .cache import ReplayCache
-from .errors import CallFailed, RequestRefused, Truncated
+from .errors import CallFailed, CeilingReached, RequestRefused, Truncated
 from .prices import PriceBook
 from .request import Request
 from .routes import Routes
@@ -41,6 +41,10 @@ class LLM:
     A reply cut at ``max_tokens`` is counted (``meter.truncated``), billed, and asked once more
     with ``retry_factor`` times the budget, up to the purpose's ``max_retry_tokens`` where one is
     set; cut again, the call fails with :class:`Truncated`. A cut reply is never returned.
+
+    With ``ceiling_usd``, no call is made whose worst case (input bounded by its bytes, the whole
+    output budget) could take the measured spend past the ceiling: :class:`CeilingReached` is
+    raised instead, so the spend can never overshoot, whatever one call or step asks.
     """
 
     def __init__(
@@ -53,10 +57,12 @@ class LLM:
         cache: ReplayCache | None = None,
         retry_factor: int = 2,
         max_retry_tokens: dict[str, int] | None = None,
+        ceiling_usd: float | None = None,
     ) -> None:
         self.routes, self.backends, self.prices = routes, backends, prices
         self.meter, self.cache = meter, cache
         self.retry_factor, self.max_retry_tokens = retry_factor, dict(max_retry_tokens or {})
+        self.ceiling_usd = ceiling_usd
 
     def ask(self, request: Request) -> str:
         completion = self._ask_once(request)
@@ -83,6 +89,10 @@ class LLM:
             if hit is not None:
                 self._record(request, model, hit, replayed=True)
                 return hit
+        if self.ceiling_usd is not None:
+            worst = self.prices.price(model).worst_case(request.input_token_bound(), request.max_tokens)
+            if self.meter.spent_usd + worst > self.ceiling_usd:
+                raise CeilingReached(request.purpose, model, self.meter.spent_usd, worst, self.ceiling_usd)
         try:
             completion = self.backends.for_model(model, request.purpose).complete(model, request)
         except RequestRefused:

@@ -32,6 +32,17 @@ class Truncated(CallFailed):
         self.max_tokens = max_tokens
 
 
+class CeilingReached(LLMError):
+    """A call was not made: at its worst case it could have taken the spend past the ceiling."""
+
+    def __init__(self, purpose: str, model: str, spent: float, worst: float, ceiling: float) -> None:
+        self.purpose, self.spent, self.worst, self.ceiling = purpose, spent, worst, ceiling
+        super().__init__(
+            f"stopped before the next {purpose} call on {model}: spent US${spent:.4f}, and the call could cost up to "
+            f"US${worst:.4f}, past the ceiling US${ceiling:g}"
+        )
+
+
 class RequestRefused(LLMError):
     """The scripted arm's table has no answer for this request's data."""
 

@@ -19,6 +19,11 @@ class Price:
     cache_write: float
     cache_read: float
 
+    def worst_case(self, input_tokens: int, max_tokens: int) -> float:
+        """The most a call can cost: every input token at the dearer of the input and cache-write
+        rates, and the whole output budget."""
+        return (input_tokens * max(self.input, self.cache_write) + max_tokens * self.output) / 1_000_000
+
     def cost(self, usage: Usage) -> float:
         return (
             usage.input_tokens * self.input

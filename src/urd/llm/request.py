@@ -36,6 +36,9 @@ def fenced_blocks(text: str) -> list[tuple[str, str]]:
     return [(m["label"], m["text"]) for m in _FENCE.finditer(text)]
 
 
+FRAMING_TOKENS = 64  # headroom for the tokens the API adds around a system and a user turn
+
+
 @dataclass(frozen=True)
 class Request:
     """One call: its purpose, instructions, fenced data, output budget and replica.
@@ -65,6 +68,10 @@ class Request:
 
     def size_bytes(self) -> int:
         return len(self.system.encode()) + len(self.user.encode())
+
+    def input_token_bound(self) -> int:
+        """No tokenizer makes more tokens than bytes; the message framing adds a few."""
+        return self.size_bytes() + FRAMING_TOKENS
 
 
 @dataclass(frozen=True)
