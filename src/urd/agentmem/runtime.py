@@ -43,11 +43,12 @@ def build_llm(
     table: ScriptedTable | None = None,
     http_client=None,
     ceiling_usd: float | None = None,
+    record: list | None = None,
 ) -> LLM:
     llm_cfg = settings.raw["llm"]
     scripted = None
     if SCRIPTED_MODEL in routes.by_purpose.values():
-        scripted = ScriptedBackend(ScriptedResponder(table or ScriptedTable.load()))
+        scripted = ScriptedBackend(ScriptedResponder(table or ScriptedTable.load()), record=record)
     backends = Backends(
         scripted=scripted,
         live_factory=lambda: _anthropic_backend()(

@@ -43,13 +43,14 @@ def run_store(
     table: ScriptedTable | None = None,
     http_client=None,
     checks_version: int,
+    record: list | None = None,
 ) -> dict:
     """One run: deposit the variant's notes one at a time, consolidate, check the store."""
     case = case_named(case_name)
     notes = verify_notes(settings.calibration_dir, case.variants[variant])
     replica = f"{variant}-{index}"
     meter = Meter()
-    llm = build_llm(settings, routes, meter, table=table, http_client=http_client, ceiling_usd=ceiling_usd)
+    llm = build_llm(settings, routes, meter, table=table, http_client=http_client, ceiling_usd=ceiling_usd, record=record)
     incomplete = None
     reads, consolidation = [], None
     store = ClaimStore.create(fresh_run_dir(run_dir) / "store.sqlite")

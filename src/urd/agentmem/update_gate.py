@@ -40,17 +40,18 @@ def run_suite(
     table: ScriptedTable | None = None,
     http_client=None,
     log: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
+    record: list | None = None,
 ) -> dict:
     routes = routes_for(model, settings, dict(pins or {}))
     samples = samples or settings.raw["update_gate"]["samples"]
     rows_by_set = load_set_rows(settings.calibration_dir)
     info = set_info(settings.calibration_dir)
-    est = estimate_mod.update_gate(settings, routes, samples=samples, sets=rows_by_set, profile=estimate_mod.load_profile(settings))
+    est = estimate_mod.update_gate(settings, routes, samples=samples, profile=estimate_mod.load_profile(settings))
     log(est.line())
     confirm_live(routes, settings, yes)
     ceiling = settings.raw["spend"]["max_usd_update_gate"] if is_live(routes) else None
     meter = Meter()
-    llm = build_llm(settings, routes, meter, table=table, http_client=http_client, ceiling_usd=ceiling)
+    llm = build_llm(settings, routes, meter, table=table, http_client=http_client, ceiling_usd=ceiling, record=record)
     incomplete = None
     asked: dict[str, list[dict]] = {name: [] for name in rows_by_set}
     try:

@@ -1,9 +1,19 @@
 """What a run will cost, before any call: from a measured usage profile when one exists
-for the case and model, else from a stated upper bound.
+for the case and model, else from the run's call graph.
 
-The bound. Output tokens per call are at most the purpose's ``max_tokens`` (the API
+The call graph. The scripted arm runs the same suite offline and records every request it
+is asked (purpose, instructions, data, output budget): that is the list of calls a live run
+makes when the model answers as the table does. Each is priced at the live route's list
+price: input tokens are its bytes over the stated ``estimate.bytes_per_token`` (plus the
+message framing), instructions at cache rates only where they reach
+``estimate.min_cacheable_tokens`` (the first such call of a purpose writes, later ones read),
+output at the stated typical length of the purpose (``estimate.output_tokens``, at most its
+``max_tokens``). A model that disagrees with the table makes other calls; the estimate says
+what it assumes.
+
+The bound (kept for the ceiling and for a reader who wants the worst case). Output tokens per call are at most the purpose's ``max_tokens`` (the API
 enforces it; thinking counts within it). Input tokens are at most the request's UTF-8
-bytes plus 32 for message framing, taking every claim at the store's ``max_claim_chars``
+bytes plus the message framing, taking every claim at the store's ``max_claim_chars``
 (a restatement at twice that) and every note at its real size. Input is priced at the
 dearer of the input and cache-write rates. Call counts follow the store's enforced caps:
 ``max_claims_per_note`` claims a note, ``max_pairs_per_claim`` partners a claim, the
@@ -18,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,10 +40,11 @@ from ..agentmem.cases import load_note
 from ..agentmem.gates import BEFORE_1_187, CHANGES_ONLY, PRODUCTION
 from ..agentmem.pairs import load_set_rows
 from ..agentmem.settings import Settings
+from ..core.io import canonical_json
 from ..llm import SCRIPTED_MODEL, Request, Routes, Usage
 from ..llm.prices import PriceBook
+from ..llm.request import FRAMING_TOKENS  # one framing allowance for estimate, bound and ceiling
 
-FRAMING_TOKENS = 32
 PROBE_CALLS_PER_PAIR = {PRODUCTION: 3, CHANGES_ONLY: 2, BEFORE_1_187: 3}
 PROFILE_FILE = "usage_profile.json"
 
@@ -53,7 +65,7 @@ class Estimate:
         return math.ceil(round(self.usd * 100, 6))
 
     def line(self) -> str:
-        calls = f", at most {self.calls} calls" if self.calls is not None else ""
+        calls = "" if self.calls is None else f", {'at most ' if self.source == 'bound' else ''}{self.calls} calls"
         return f"{self.suite} on {self.model}: estimate US${self.usd:.2f} ({self.source}{calls}; {self.note})"
 
     def as_dict(self) -> dict:
@@ -68,8 +80,7 @@ class Estimate:
 
 def _call_usd(prices: PriceBook, routes: Routes, request: Request) -> float:
     price = prices.price(routes.model_for(request.purpose))
-    tokens_in = request.size_bytes() + FRAMING_TOKENS
-    return (tokens_in * max(price.input, price.cache_write) + request.max_tokens * price.output) / 1_000_000
+    return price.worst_case(request.input_token_bound(), request.max_tokens)
 
 
 def _bound_run(settings: Settings, routes: Routes, case_name: str, variant: str, gate: str) -> tuple[float, int]:
@@ -107,6 +118,59 @@ def _bound_run(settings: Settings, routes: Routes, case_name: str, variant: str,
     return usd, calls
 
 
+_GRAPHS: dict[tuple, list[Request]] = {}
+
+
+def scripted_call_graph(settings: Settings, suite: str, *, case_name: str = "", variant: str = "", gate: str = "",
+                        samples: int = 1) -> list[Request]:
+    """Every request one run makes on the scripted arm (offline, free; computed once)."""
+    key = (canonical_json(settings.raw), suite, case_name, variant, gate, samples)
+    if key not in _GRAPHS:
+        from ..agentmem import trip_vs_move as tvm
+        from ..agentmem import update_gate as ug
+        from ..agentmem.runtime import routes_for
+        from ..agentmem.settings import with_overrides
+
+        recorded: list[Request] = []
+        with tempfile.TemporaryDirectory() as tmp:
+            scratch = with_overrides(settings, {"work_dir": tmp, "llm.replay_cache": False})
+            if suite == "trip-vs-move":
+                tvm.run_store(Path(tmp) / "run", case_name=case_name, variant=variant, index=1, settings=scratch,
+                              routes=routes_for(SCRIPTED_MODEL, scratch), gate=gate, ceiling_usd=None,
+                              checks_version=scratch.raw["trip_vs_move"]["checks_version"], record=recorded)
+            else:
+                ug.run_suite(SCRIPTED_MODEL, scratch, samples=samples, log=lambda line: None, record=recorded)
+        _GRAPHS[key] = recorded
+    return _GRAPHS[key]
+
+
+def call_graph_usd(settings: Settings, routes: Routes, requests: list[Request]) -> float:
+    """The calls priced at the live routes' list prices (see the module docstring)."""
+    est = settings.raw["estimate"]
+    per_byte = 1 / float(est["bytes_per_token"])
+    cached: set[tuple[str, str]] = set()
+    total = 0.0
+    for r in requests:
+        model = routes.model_for(r.purpose)
+        price = settings.prices.price(model)
+        system = math.ceil(len(r.system.encode()) * per_byte)
+        user = math.ceil(len(r.user.encode()) * per_byte) + FRAMING_TOKENS
+        if settings.raw["llm"]["prompt_cache"] and system >= est["min_cacheable_tokens"]:
+            rate = price.cache_read if (model, r.system) in cached else price.cache_write
+            cached.add((model, r.system))
+        else:
+            rate = price.input
+        out = min(est["output_tokens"].get(r.purpose, r.max_tokens), r.max_tokens)
+        total += (system * rate + user * price.input + out * price.output) / 1_000_000
+    return total
+
+
+def _graph_note(settings: Settings) -> str:
+    est = settings.raw["estimate"]
+    return (f"the calls the scripted arm makes, at list prices: input at {est['bytes_per_token']:g} bytes "
+            f"a token, output at the typical lengths stated {est['stated']}")
+
+
 def _profile_usd(prices: PriceBook, routes: Routes, by_purpose: Mapping[str, Mapping]) -> float:
     total = 0.0
     for purpose, u in by_purpose.items():
@@ -137,11 +201,22 @@ def trip_vs_move(
     for variant, n in runs.items():
         if not n:
             continue
-        usd_run, calls_run = _bound_run(settings, routes, case_name, variant, gate)
-        per[variant] = usd_run
-        calls += n * calls_run
+        graph = scripted_call_graph(settings, "trip-vs-move", case_name=case_name, variant=variant, gate=gate)
+        per[variant] = call_graph_usd(settings, routes, graph)
+        calls += n * len(graph)
     usd = sum(per[v] * n for v, n in runs.items() if n)
-    return Estimate(suite, routes.model, "bound", usd, per, calls, "an upper bound from the stated caps; no measured profile yet; it reads high")
+    return Estimate(suite, routes.model, "call graph", usd, per, calls, _graph_note(settings))
+
+
+def trip_vs_move_bound(settings: Settings, routes: Routes, case_name: str, *, gate: str, runs: Mapping[str, int]) -> Estimate:
+    """The worst case from the stated caps (every call at its caps, output at max_tokens)."""
+    per, calls = {}, 0
+    for variant, n in runs.items():
+        if n:
+            per[variant], c = _bound_run(settings, routes, case_name, variant, gate)
+            calls += n * c
+    usd = sum(per[v] * n for v, n in runs.items() if n)
+    return Estimate(f"trip-vs-move {case_name}", routes.model, "bound", usd, per, calls, "an upper bound from the stated caps")
 
 
 def update_gate(
@@ -154,6 +229,16 @@ def update_gate(
     if measured and not routes.mixed and measured.get("samples") == samples:
         usd = _profile_usd(settings.prices, routes, measured["by_purpose"])
         return Estimate(suite, routes.model, "profile", usd, {}, None, f"measured usage: {measured.get('source', 'a report')}")
+    if sets is None:
+        graph = scripted_call_graph(settings, "update-gate", samples=samples)
+        return Estimate(suite, routes.model, "call graph", call_graph_usd(settings, routes, graph), {}, len(graph),
+                        _graph_note(settings))
+    return update_gate_bound(settings, routes, samples=samples, sets=sets)
+
+
+def update_gate_bound(settings: Settings, routes: Routes, *, samples: int, sets: Mapping[str, list[dict]] | None = None) -> Estimate:
+    """Every row's real prompts with output at max_tokens: the worst case."""
+    suite = "update-gate"
     mt, prices = settings.max_tokens, settings.prices
     rows_by_set = sets if sets is not None else load_set_rows(settings.calibration_dir)
     usd, calls = 0.0, 0
@@ -166,4 +251,4 @@ def update_gate(
             ):
                 usd += samples * _call_usd(prices, routes, req)
                 calls += samples
-    return Estimate(suite, routes.model, "bound", usd, {}, calls, "an upper bound: every row's real prompts, output at max_tokens; it reads high")
+    return Estimate(suite, routes.model, "bound", usd, {}, calls, "an upper bound: every row's real prompts, output at max_tokens")

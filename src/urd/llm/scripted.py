@@ -19,10 +19,14 @@ Responder = Callable[[Request], "str | tuple[None, str]"]
 
 
 class ScriptedBackend:
-    def __init__(self, responder: Responder) -> None:
-        self._responder = responder
+    """``record``, when given, receives every request asked: the call graph a live run makes."""
+
+    def __init__(self, responder: Responder, record: list[Request] | None = None) -> None:
+        self._responder, self._record = responder, record
 
     def complete(self, model: str, request: Request) -> Completion:
+        if self._record is not None:
+            self._record.append(request)
         answer = self._responder(request)
         if isinstance(answer, tuple):
             raise RequestRefused(request.purpose, answer[1])
