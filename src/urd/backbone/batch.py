@@ -5,14 +5,16 @@ token per query; here B rows share each read. `forward_batch` is the package's `
 (RWKV_x070_TMix_one / CMix_one, non-DeepEmbed) with a leading batch dimension, over the
 package model's own weights. `generate_groups` takes several contexts (a state and its
 prompts each: the episodes of a cell), prefills each context's common prompt prefix once, then
-steps every row of every context one token at a time (its next prompt token, then its last
-generated token) and stops each row by exactly `Backbone.generate`'s rules.
+runs the prompt tokens every row still has before its last one as one sequence
+(`forward_seq_batch`: each projection over all B x T tokens at once, only the WKV recurrence
+stepping through time), then steps every row one token at a time (the rest of its prompt, then
+its last generated token) and stops each row by exactly `Backbone.generate`'s rules.
 
 Numerics: the operations are the package's, except that the WKV update multiplies the state
 by its rank-1 term as two matrix-vector products where the package forms the N x N matrix
 (N^2 instead of N^3 operations); a [B, C] @ [C, D] product may also round differently from a
-[C] @ [C, D] one, and the prompt's tail goes token by token here where `generate` runs it
-through `forward_seq`. Logits agree to ~1e-5; a greedy token can only differ on a near-tie,
+[C] @ [C, D] one, and a prompt's last tokens go step by step here where `generate` runs the
+whole prompt through `forward_seq`. Logits agree to ~1e-5; a greedy token can only differ on a near-tie,
 which tests/test_backbone_batch.py and benchmarks/rung1_cpu.py count against the sequential
 decoder.
 """
@@ -28,6 +30,7 @@ from ..core.errors import UrdError
 from .adapter import END, MAX_NEW_TOKENS, STOP, Generation
 from .tokenizer import END_OF_TEXT
 
+SEQ_MIN_TOKENS = 2  # below this a sequence pass saves nothing over stepping
 _ATT = ("x_r", "x_w", "x_k", "x_v", "x_a", "x_g", "w0", "w1", "w2", "a0", "a1", "a2", "v0", "v1",
         "v2", "g1", "g2", "k_k", "k_a", "r_k", "receptance.weight", "key.weight", "value.weight",
         "output.weight", "ln_x.weight", "ln_x.bias")
@@ -79,6 +82,50 @@ def _tmix(inplace: bool, layer_id: int, H: int, N: int, x, x_prev, v_first, stat
     return (xx * g) @ O_, x, state, v_first
 
 
+def _tmix_seq(layer_id: int, H: int, N: int, x, x_prev, v_first, state, x_r, x_w, x_k, x_v, x_a,
+              x_g, w0, w1, w2, a0, a1, a2, v0, v1, v2, g1, g2, k_k, k_a, r_k, R_, K_, V_, O_, ln_w, ln_b):
+    """RWKV_x070_TMix_seq over rows: x, v_first [B, T, C]; x_prev [B, C]; state [B, H, N, N] fp32
+    (updated in place). Every projection runs once over all B x T tokens; only the WKV recurrence
+    steps through time, by the same rank-1 update as `_tmix`."""
+    B, T, C = x.shape
+    xx = torch.cat((x_prev.unsqueeze(1), x[:, :-1]), dim=1) - x
+    xr, xw, xk = x + xx * x_r, x + xx * x_w, x + xx * x_k
+    xv, xa, xg = x + xx * x_v, x + xx * x_a, x + xx * x_g
+
+    r = xr @ R_
+    w = torch.tanh(xw @ w1) @ w2
+    k = xk @ K_
+    v = xv @ V_
+    a = torch.sigmoid(a0 + (xa @ a1) @ a2)
+    g = torch.sigmoid(xg @ g1) @ g2
+
+    kk = F.normalize((k * k_k).view(B, T, H, N), dim=-1, p=2.0).view(B, T, C)
+    k = k * (1 + (a - 1) * k_a)
+    if layer_id == 0:
+        v_first = v
+    else:
+        v = v + (v_first - v) * torch.sigmoid(v0 + (xv @ v1) @ v2)
+    w = torch.exp(-0.606531 * torch.sigmoid((w0 + w).float())).view(B, T, H, N)
+
+    b = (kk * a).float().view(B, T, H, N)
+    nkk = -kk.float().view(B, T, H, N)
+    rf, kf, vf = r.float().view(B, T, H, N), k.float().view(B, T, H, N), v.float().view(B, T, H, N)
+    ys = []
+    for t in range(T):
+        prod = state @ torch.stack((nkk[:, t], w[:, t] * rf[:, t]), dim=-1)  # [B, H, N, 2]
+        sa, y = prod[..., :1], prod[..., 1]
+        ys.append(y + sa.squeeze(-1) * (b[:, t] * rf[:, t]).sum(-1, keepdim=True)
+                  + vf[:, t] * (kf[:, t] * rf[:, t]).sum(-1, keepdim=True))
+        state.mul_(w[:, t].view(B, H, 1, N))
+        state.addcmul_(sa, b[:, t].view(B, H, 1, N))
+        state.addcmul_(vf[:, t].view(B, H, N, 1), kf[:, t].view(B, H, 1, N))
+    y = torch.stack(ys, dim=1).to(dtype=x.dtype)  # [B, T, H, N]
+
+    xx = F.group_norm(y.reshape(B * T, C), num_groups=H, weight=ln_w, bias=ln_b, eps=64e-5).view(B, T, C)
+    xx = xx + ((r * k * r_k).view(B, T, H, N).sum(dim=-1, keepdim=True) * v.view(B, T, H, N)).view(B, T, C)
+    return (xx * g) @ O_, x[:, -1], state, v_first
+
+
 def _cmix(x, x_prev, x_k, K_, V_):
     """RWKV_x070_CMix_one over rows: x, x_prev [B, C]."""
     xx = x_prev - x
@@ -119,6 +166,36 @@ def forward_batch(model, tokens: torch.Tensor, state: list, rows: torch.Tensor |
     # the head (C x vocab) is most of a step's cost: only the rows that pick a token pay for it
     x = F.layer_norm(x, (C,), weight=z["ln_out.weight"], bias=z["ln_out.bias"])
     return (x @ z["head.weight"]).float(), new_state
+
+
+def _cmix_seq(x, x_prev, x_k, K_, V_):
+    """RWKV_x070_CMix_seq over rows: x [B, T, C], x_prev [B, C]."""
+    xx = torch.cat((x_prev.unsqueeze(1), x[:, :-1]), dim=1) - x
+    k = x + xx * x_k
+    k = torch.relu(k @ K_) ** 2
+    return k @ V_, x[:, -1]
+
+
+@torch.no_grad()
+def forward_seq_batch(model, tokens: torch.Tensor, state: list) -> list:
+    """T tokens for each of B rows ([B, T] int64), each from its own batched state, no logits:
+    the prompt tokens that precede every row's last one. The caller owns `state`: its WKV
+    matrices are updated in place and the returned list holds the new slots."""
+    z, H, N, C = model.z, int(model.n_head), int(model.head_size), int(model.n_embd)
+    x = z["emb.weight"][tokens]
+    v_first = torch.empty_like(x)
+    new_state = list(state)
+    for i in range(int(model.n_layer)):
+        bbb, att, ffn = f"blocks.{i}.", f"blocks.{i}.att.", f"blocks.{i}.ffn."
+        xx = F.layer_norm(x, (C,), weight=z[bbb + "ln1.weight"], bias=z[bbb + "ln1.bias"])
+        xx, new_state[3 * i], new_state[3 * i + 1], v_first = _tmix_seq(
+            i, H, N, xx, state[3 * i], v_first, state[3 * i + 1], *(z[att + k] for k in _ATT))
+        x = x + xx
+        xx = F.layer_norm(x, (C,), weight=z[bbb + "ln2.weight"], bias=z[bbb + "ln2.bias"])
+        xx, new_state[3 * i + 2] = _cmix_seq(xx, state[3 * i + 2], z[ffn + "x_k"], z[ffn + "key.weight"],
+                                             z[ffn + "value.weight"])
+        x = x + xx
+    return new_state
 
 
 def stack_state(state: list, n: int) -> list:
@@ -194,7 +271,16 @@ def generate_groups(backbone, groups: Sequence[tuple[list | None, Sequence[Seque
     outs: list[list[int]] = [[] for _ in range(B)]
     results: list[Generation | None] = [None] * B
 
-    step = 0
+    # the prompt tokens every row still has before its last one go through as one sequence:
+    # each weight matrix is read once for all of them instead of once a token
+    step = int(tail_len.min()) - 1
+    if step >= SEQ_MIN_TOKENS:
+        st = forward_seq_batch(backbone.model, tail[:, :step], st)
+        backbone.tokens_processed += B * step
+        for i in ids:
+            counts[group_of[i]] += step
+    else:
+        step = 0
     while ids:
         feed = torch.where(step < tail_len, tail[:, min(step, width - 1)], last)
         # rows at their last prompt token or past it pick a token after this step
