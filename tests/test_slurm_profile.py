@@ -10,17 +10,11 @@ the checkout.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO
-
-SRC = REPO / "src"
-SNAKEMAKE = Path(sys.executable).with_name("snakemake")
+from conftest import REPO, snakemake
 
 SNAKEFILE = r"""
 localrules: all
@@ -57,10 +51,7 @@ def test_two_rule_workflow_routes_gpu_job_to_gpu_partition(slurm_cluster, tmp_pa
     (tmp_path / "Snakefile").write_text(SNAKEFILE)
     (tmp_path / "slurm").symlink_to(REPO / "slurm")
     t0 = time.monotonic()
-    r = subprocess.run(
-        [str(SNAKEMAKE), "--profile", "slurm", "all"],
-        cwd=tmp_path, env=slurm_cluster.env, capture_output=True, text=True, timeout=110,
-    )
+    r = snakemake(tmp_path, "--profile", "slurm", "all", env=slurm_cluster.env, timeout=110)
     wall = time.monotonic() - t0
     assert r.returncode == 0, f"{r.stdout}\n{r.stderr}\n{slurm_cluster.log_tail()}"
     cpu, gpu = report(tmp_path / "cpu.txt"), report(tmp_path / "gpu.txt")
@@ -80,10 +71,7 @@ def test_dry_run_through_profile_prints_planned_spend(tmp_path):
         + SNAKEFILE.replace("resources: gpu=1", "resources: gpu=1, gpu_seconds=1800")
     )
     (tmp_path / "slurm").symlink_to(REPO / "slurm")
-    r = subprocess.run(
-        [str(SNAKEMAKE), "--profile", "slurm", "-n", "all"], cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(SRC)}, capture_output=True, text=True, timeout=60,
-    )
+    r = snakemake(tmp_path, "--profile", "slurm", "-n", "all", timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.splitlines()[-1] == (
         "urd planned spend (3 jobs to run): GPU 0.50 h, CPU 0.00 h, US$ 1.00 "
