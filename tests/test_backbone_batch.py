@@ -195,3 +195,19 @@ def test_stack_state_copies(bb):
     stacked[0].add_(1.0)
     assert torch.count_nonzero(st[0]) == 0
     assert [tuple(t.shape) for t in stack_state(st, 3)] == [(3, *t.shape) for t in st]
+
+
+def test_a_byte_budget_ends_each_row_at_the_first_token_that_fills_it(bb, episodes):
+    from urd.backbone.adapter import MAX_BYTES
+    from urd.backbone.batch import generate_groups
+
+    prompts = [bb.tokenizer.encode(q["prompt"]) for q in episodes[("t1", 0)]["queries"][:4]]
+    free = generate_groups(bb, [(None, prompts)], max_new_tokens=40, stop=())[0]
+    capped = generate_groups(bb, [(None, prompts)], max_new_tokens=40, stop=(), max_bytes=12)[0]
+    for f, c in zip(free, capped):
+        assert c.tokens == f.tokens[: len(c.tokens)]  # the same decoding, cut short
+        if c.stop_reason == MAX_BYTES:
+            assert len(c.text.encode()) >= 12 > len(bb.tokenizer.decode(list(c.tokens[:-1])).encode())
+        else:  # the budget was never reached
+            assert c.stop_reason == f.stop_reason and len(c.text.encode()) < 12
+    assert any(c.stop_reason == MAX_BYTES for c in capped)

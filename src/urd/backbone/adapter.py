@@ -26,6 +26,7 @@ _DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 STOP = "stop"  # a stop string appeared in the decoded text
 MAX_NEW_TOKENS = "max_new_tokens"
 END = "end_of_text"  # the model emitted token 0
+MAX_BYTES = "max_bytes"  # the decoded text reached the caller's byte budget (batched decoding only)
 
 
 @dataclass(frozen=True)

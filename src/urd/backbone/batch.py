@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from ..core.errors import UrdError
-from .adapter import END, MAX_NEW_TOKENS, STOP, Generation
+from .adapter import END, MAX_BYTES, MAX_NEW_TOKENS, STOP, Generation
 from .tokenizer import END_OF_TEXT
 
 SEQ_MIN_TOKENS = 2  # below this a sequence pass saves nothing over stepping
@@ -223,12 +223,14 @@ def generate_batch(backbone, prompts: Sequence[Sequence[int]], state=None, *, ma
 
 def generate_groups(backbone, groups: Sequence[tuple[list | None, Sequence[Sequence[int]]]], *,
                     max_new_tokens: int, stop: Sequence[str] = ("\n",),
-                    counts: list[int] | None = None) -> list[list[Generation]]:
+                    counts: list[int] | None = None, max_bytes: int | None = None) -> list[list[Generation]]:
     """generate_batch for several contexts at once: each group is (state, prompts), and every
     row of every group steps in the same batch (more rows a step use the CPU's matrix units
     better). Returns the Generations group by group, in order. Each group's common prompt prefix
     is prefilled once from its own state. `counts`, if given, gets each group's forwarded
-    tokens added at its index (so a caller can meter groups apart)."""
+    tokens added at its index (so a caller can meter groups apart). `max_bytes`, if given, also
+    ends a row once its decoded text (before any stop string) holds that many UTF-8 bytes: a
+    caller that keeps only that many bytes stops paying for tokens it would cut."""
     if max_new_tokens < 0:
         raise ValueError("max_new_tokens must be >= 0")
     if any(not s for s in stop):
@@ -304,6 +306,8 @@ def generate_groups(backbone, groups: Sequence[tuple[list | None, Sequence[Seque
             text = backbone.tokenizer.decode(outs[i])
             cut = min((c for c in (text.find(s) for s in stop) if c >= 0), default=-1)
             reason = STOP if cut >= 0 else END if tok == END_OF_TEXT else MAX_NEW_TOKENS
+            if reason == MAX_NEW_TOKENS and max_bytes is not None and len(text.encode("utf-8")) >= max_bytes:
+                reason = MAX_BYTES
             if reason != MAX_NEW_TOKENS or len(outs[i]) == max_new_tokens:
                 text = text[:cut] if cut >= 0 else text
                 results[i] = Generation(text, tuple(outs[i]), None, reason)

@@ -154,10 +154,12 @@ class ModelHandle:
         return self.__metered(lambda: self.__bb.decode_from(
             logits, st, max_new_tokens=max_new_tokens, stop=stop, keep_state=keep_state))
 
-    def generate_groups(self, groups, *, max_new_tokens: int, stop: Sequence[str] = ("\n",), scopes=None):
+    def generate_groups(self, groups, *, max_new_tokens: int, stop: Sequence[str] = ("\n",), scopes=None,
+                        max_bytes: int | None = None):
         """Several (state, prompts) groups decoded in one batch (urd.backbone.batch). A group of
         one prompt from no state resumes from a cached transcript it starts with. `scopes`: a key
-        per group (an episode) under which its tokens are also counted (scoped_tokens)."""
+        per group (an episode) under which its tokens are also counted (scoped_tokens);
+        `max_bytes`: a row ends once its text holds that many bytes."""
         from ..backbone.batch import generate_groups
 
         resolved, served, resumed = [], [], []
@@ -175,7 +177,7 @@ class ModelHandle:
             resumed.append(k)
         counts = [0] * len(groups)
         out = self.__metered(lambda: generate_groups(self.__bb, resolved, max_new_tokens=max_new_tokens, stop=stop,
-                                                     counts=counts), served=sum(served))
+                                                     counts=counts, max_bytes=max_bytes), served=sum(served))
         for key, k, c in zip(scopes or (), resumed, counts):  # the transcript read (served or not) + the rest
             self.__p.scoped[key] = self.__p.scoped.get(key, 0) + k + c
         return out

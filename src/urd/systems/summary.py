@@ -43,8 +43,9 @@ class Summary(MemorySystem):
         enc = self.backbone.tokenizer.encode
         prompts = [enc(t) + enc(INSTRUCTION.format(budget=budget)) for t in transcripts]
         max_new = note_tokens(budget_bytes, self.settings)
+        # a note stops once it fills the budget: what is written past it would be cut anyway
         gens = self.backbone.generate_groups([(None, [p]) for p in prompts], max_new_tokens=max_new,
-                                             stop=("\n\n",), scopes=list(range(len(prompts))))
+                                             stop=("\n\n",), scopes=list(range(len(prompts))), max_bytes=budget)
         # declared: the prompt read and every token written
         return [(utf8_prefix(g.text.strip(), budget).encode("utf-8"), len(p) + len(g.tokens))
                 for p, (g,) in zip(prompts, gens)]
