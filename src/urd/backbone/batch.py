@@ -21,6 +21,7 @@ decoder.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import torch
@@ -36,12 +37,10 @@ _ATT = ("x_r", "x_w", "x_k", "x_v", "x_a", "x_g", "w0", "w1", "w2", "a0", "a1", 
         "output.weight", "ln_x.weight", "ln_x.bias")
 
 
-def _tmix(inplace: bool, layer_id: int, H: int, N: int, x, x_prev, v_first, state, x_r, x_w, x_k, x_v, x_a,
-          x_g, w0, w1, w2, a0, a1, a2, v0, v1, v2, g1, g2, k_k, k_a, r_k, R_, K_, V_, O_, ln_w,
-          ln_b):
-    """RWKV_x070_TMix_one over rows: x, x_prev, v_first [B, C]; state [B, H, N, N] fp32."""
-    B = x.shape[0]
-    xx = x_prev - x
+def _tmix_inputs(layer_id, H, N, x, xx, v_first, x_r, x_w, x_k, x_v, x_a, x_g, w0, w1, w2, a0, a1, a2, v0, v1,
+                 v2, g1, g2, k_k, k_a, R_, K_, V_):
+    """The time-mix projections of RWKV_x070_TMix for x [..., C] and its token shift xx (one
+    step or a whole sequence): r, decay w (fp32), k, v, a, g, normalized kk, and v_first."""
     xr, xw, xk = x + xx * x_r, x + xx * x_w, x + xx * x_k
     xv, xa, xg = x + xx * x_v, x + xx * x_a, x + xx * x_g
 
@@ -52,13 +51,24 @@ def _tmix(inplace: bool, layer_id: int, H: int, N: int, x, x_prev, v_first, stat
     a = torch.sigmoid(a0 + (xa @ a1) @ a2)
     g = torch.sigmoid(xg @ g1) @ g2
 
-    kk = F.normalize((k * k_k).view(B, H, N), dim=-1, p=2.0).view(B, H * N)
+    kk = F.normalize((k * k_k).unflatten(-1, (H, N)), dim=-1, p=2.0).flatten(-2)
     k = k * (1 + (a - 1) * k_a)
     if layer_id == 0:
         v_first = v
     else:
         v = v + (v_first - v) * torch.sigmoid(v0 + (xv @ v1) @ v2)
     w = torch.exp(-0.606531 * torch.sigmoid((w0 + w).float()))  # 0.606531 = exp(-0.5)
+    return r, w, k, v, a, g, kk, v_first
+
+
+def _tmix(inplace: bool, layer_id: int, H: int, N: int, x, x_prev, v_first, state, x_r, x_w, x_k, x_v, x_a,
+          x_g, w0, w1, w2, a0, a1, a2, v0, v1, v2, g1, g2, k_k, k_a, r_k, R_, K_, V_, O_, ln_w,
+          ln_b):
+    """RWKV_x070_TMix_one over rows: x, x_prev, v_first [B, C]; state [B, H, N, N] fp32."""
+    B = x.shape[0]
+    r, w, k, v, a, g, kk, v_first = _tmix_inputs(
+        layer_id, H, N, x, x_prev - x, v_first, x_r, x_w, x_k, x_v, x_a, x_g, w0, w1, w2, a0, a1, a2, v0, v1, v2,
+        g1, g2, k_k, k_a, R_, K_, V_)
 
     # The package multiplies the state by the rank-1 matrix (-kk)(kk*a)^T as a full N x N
     # product and reads the new state again for the output. Here both products come from one
@@ -88,24 +98,10 @@ def _tmix_seq(layer_id: int, H: int, N: int, x, x_prev, v_first, state, x_r, x_w
     (updated in place). Every projection runs once over all B x T tokens; only the WKV recurrence
     steps through time, by the same rank-1 update as `_tmix`."""
     B, T, C = x.shape
-    xx = torch.cat((x_prev.unsqueeze(1), x[:, :-1]), dim=1) - x
-    xr, xw, xk = x + xx * x_r, x + xx * x_w, x + xx * x_k
-    xv, xa, xg = x + xx * x_v, x + xx * x_a, x + xx * x_g
-
-    r = xr @ R_
-    w = torch.tanh(xw @ w1) @ w2
-    k = xk @ K_
-    v = xv @ V_
-    a = torch.sigmoid(a0 + (xa @ a1) @ a2)
-    g = torch.sigmoid(xg @ g1) @ g2
-
-    kk = F.normalize((k * k_k).view(B, T, H, N), dim=-1, p=2.0).view(B, T, C)
-    k = k * (1 + (a - 1) * k_a)
-    if layer_id == 0:
-        v_first = v
-    else:
-        v = v + (v_first - v) * torch.sigmoid(v0 + (xv @ v1) @ v2)
-    w = torch.exp(-0.606531 * torch.sigmoid((w0 + w).float())).view(B, T, H, N)
+    r, w, k, v, a, g, kk, v_first = _tmix_inputs(
+        layer_id, H, N, x, torch.cat((x_prev.unsqueeze(1), x[:, :-1]), dim=1) - x, v_first, x_r, x_w, x_k, x_v,
+        x_a, x_g, w0, w1, w2, a0, a1, a2, v0, v1, v2, g1, g2, k_k, k_a, R_, K_, V_)
+    w = w.view(B, T, H, N)
 
     b = (kk * a).float().view(B, T, H, N)
     nkk = -kk.float().view(B, T, H, N)
@@ -144,20 +140,8 @@ def forward_batch(model, tokens: torch.Tensor, state: list, rows: torch.Tensor |
     (logits [len(rows), vocab] fp32, or None when no row wants them; the new state). Neither
     `state` nor its tensors are modified, unless `inplace` (the WKV matrices are then updated
     where they are: for a caller that owns them and drops the old state)."""
-    z, H, N, C = model.z, int(model.n_head), int(model.head_size), int(model.n_embd)
-    x = z["emb.weight"][tokens]
-    v_first = torch.empty_like(x)
-    new_state = list(state)
-    for i in range(int(model.n_layer)):
-        bbb, att, ffn = f"blocks.{i}.", f"blocks.{i}.att.", f"blocks.{i}.ffn."
-        xx = F.layer_norm(x, (C,), weight=z[bbb + "ln1.weight"], bias=z[bbb + "ln1.bias"])
-        xx, new_state[3 * i], new_state[3 * i + 1], v_first = _tmix(
-            inplace, i, H, N, xx, state[3 * i], v_first, state[3 * i + 1], *(z[att + k] for k in _ATT))
-        x = x + xx
-        xx = F.layer_norm(x, (C,), weight=z[bbb + "ln2.weight"], bias=z[bbb + "ln2.bias"])
-        xx, new_state[3 * i + 2] = _cmix(xx, state[3 * i + 2], z[ffn + "x_k"], z[ffn + "key.weight"],
-                                         z[ffn + "value.weight"])
-        x = x + xx
+    z, C = model.z, int(model.n_embd)
+    x, new_state = _blocks(model, z["emb.weight"][tokens], state, functools.partial(_tmix, inplace), _cmix)
     if rows is not None:
         if rows.numel() == 0:
             return None, new_state
@@ -181,21 +165,26 @@ def forward_seq_batch(model, tokens: torch.Tensor, state: list) -> list:
     """T tokens for each of B rows ([B, T] int64), each from its own batched state, no logits:
     the prompt tokens that precede every row's last one. The caller owns `state`: its WKV
     matrices are updated in place and the returned list holds the new slots."""
+    return _blocks(model, model.z["emb.weight"][tokens], state, _tmix_seq, _cmix_seq)[1]
+
+
+def _blocks(model, x, state: list, tmix, cmix):
+    """The package's block stack over x ([B, C] or [B, T, C]): ln1, time mix, ln2, channel mix,
+    each with its residual; returns (x, the new state slots)."""
     z, H, N, C = model.z, int(model.n_head), int(model.head_size), int(model.n_embd)
-    x = z["emb.weight"][tokens]
     v_first = torch.empty_like(x)
     new_state = list(state)
     for i in range(int(model.n_layer)):
         bbb, att, ffn = f"blocks.{i}.", f"blocks.{i}.att.", f"blocks.{i}.ffn."
         xx = F.layer_norm(x, (C,), weight=z[bbb + "ln1.weight"], bias=z[bbb + "ln1.bias"])
-        xx, new_state[3 * i], new_state[3 * i + 1], v_first = _tmix_seq(
+        xx, new_state[3 * i], new_state[3 * i + 1], v_first = tmix(
             i, H, N, xx, state[3 * i], v_first, state[3 * i + 1], *(z[att + k] for k in _ATT))
         x = x + xx
         xx = F.layer_norm(x, (C,), weight=z[bbb + "ln2.weight"], bias=z[bbb + "ln2.bias"])
-        xx, new_state[3 * i + 2] = _cmix_seq(xx, state[3 * i + 2], z[ffn + "x_k"], z[ffn + "key.weight"],
-                                             z[ffn + "value.weight"])
+        xx, new_state[3 * i + 2] = cmix(xx, state[3 * i + 2], z[ffn + "x_k"], z[ffn + "key.weight"],
+                                        z[ffn + "value.weight"])
         x = x + xx
-    return new_state
+    return x, new_state
 
 
 def stack_state(state: list, n: int) -> list:
