@@ -204,7 +204,8 @@ DPI = config["publish"]["dpi"]
 TABLES_CODE = W.code_digest("urd.tables.__main__")
 SUMMARY = "results/urd/{scale}/summary.json"
 CTL = config["controls"]
-CONTROLS_CODE = W.code_digest("urd.controls.__main__")
+# the controls load the replay systems by name (their out_of_contract label)
+CONTROLS_CODE = W.code_digest("urd.controls.__main__", "urd.systems.replay")
 CEIL_RECIPES = CTL["ceiling"]["recipes"]
 BITS = CTL["bits_curve"]
 

@@ -79,3 +79,29 @@ def test_digesting_every_entry_imports_no_model_code():
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
+
+
+def test_a_library_inside_a_plugins_folder_is_never_followed(plugin_dir, monkeypatch):
+    import urd.core.provenance as prov
+
+    # as when a workflow folder holding my_systems.py also holds the .venv: numpy's files lie
+    # below the plug-in's folder, and are still pinned by version, not digested
+    monkeypatch.setattr(prov, "_INSTALLED", {*prov._INSTALLED, plugin_dir / "site"})
+    lib = plugin_dir / "site" / "somelib"
+    lib.mkdir(parents=True)
+    (lib / "__init__.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(plugin_dir / "site"))
+    (plugin_dir / "uses_lib.py").write_text("import somelib\nfrom urd.core import rng\n")
+    importlib.invalidate_caches()
+    code_closure.cache_clear()
+    got = keys("uses_lib")
+    assert "uses_lib.py" in got and "urd/core/rng.py" in got and not any("somelib" in k for k in got)
+
+
+def test_a_plugin_in_a_folder_without_init_is_digested(plugin_dir):
+    (plugin_dir / "plugs").mkdir()
+    (plugin_dir / "plugs" / "my_sys.py").write_text("from plugs import helper\n")
+    (plugin_dir / "plugs" / "helper.py").write_text("Y = 2\n")
+    importlib.invalidate_caches()
+    code_closure.cache_clear()
+    assert {"plugs/my_sys.py", "plugs/helper.py"} <= set(keys("plugs.my_sys"))

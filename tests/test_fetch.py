@@ -250,3 +250,17 @@ def test_cli_success_and_failure(hub, tmp_path):
     ok = subprocess.run(base + ["--sha256", BLOB_SHA, "--size", str(len(BLOB))], env=env, capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
     assert dest.read_bytes() == BLOB and f"is commit {COMMIT}" in ok.stderr
+
+
+def test_a_hub_transfer_that_fails_in_the_client_falls_back_to_the_mirror(hub, tmp_path, monkeypatch):
+    import huggingface_hub
+
+    def broken(*args, **kwargs):  # as a Xet transfer or the client's consistency check would fail
+        raise OSError("Consistency check failed: file should be of size 131072 but has size 40000")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", broken)
+    hub.files["/mirror/m.pth"] = BLOB
+    dest = tmp_path / "m.pth"
+    _, said = hub_fetch(dest, mirrors=[hub.url("/mirror")])
+    assert dest.read_bytes() == BLOB
+    assert any("Consistency check failed" in line for line in said)

@@ -169,3 +169,21 @@ def test_the_ceiling_is_checked_before_every_call_so_the_spend_never_passes_it(m
             llm.ask(Request("update", "s" * rng.randrange(10, 3000), f"u{i}", rng.randrange(16, 1024)))
     assert 0 < meter.spent_usd <= ceiling and len(sent) == len(meter.records)
     assert stop.value.spent + stop.value.worst > ceiling and "past the ceiling US$0.05" in str(stop.value)
+
+
+def test_a_reply_cut_by_the_context_window_is_truncated_and_a_refusal_is_never_an_answer(monkeypatch, tmp_path):
+    from urd.llm.anthropic_backend import ModelRefused
+
+    reasons = iter(["model_context_window_exceeded", "end_turn", "refusal"])
+
+    def handler(request):
+        body = json.loads(request.content)
+        data = json.loads(_ok(body, "VERDICT: CHANGES").content)
+        data["stop_reason"] = next(reasons)
+        return httpx2.Response(200, json=data)
+
+    llm, meter = _llm(monkeypatch, handler, tmp_path)
+    assert llm.ask(Request("update", "s", "u", 64)) == "VERDICT: CHANGES" and dict(meter.truncated) == {"update": 1}
+    with pytest.raises(ModelRefused, match="update call on claude-sonnet-5-5 failed: the model refused to answer"):
+        llm.ask(Request("update", "s", "another", 64))
+    assert dict(meter.failed) == {"update": 1} and len(meter.records) == 3  # the refusal was billed

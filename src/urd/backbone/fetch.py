@@ -302,8 +302,8 @@ def fetch_from_hub(
         got = Path(
             hf_hub_download(repo, dest.name, revision=meta.commit_hash, endpoint=endpoint, local_dir=staging)
         )
-    except unreachable as exc:
-        raise _SourceFailed(_hub_reason(exc)) from exc
+    except Exception as exc:  # HTTP, Xet and the client's own consistency checks alike:
+        raise _SourceFailed(_hub_reason(exc)) from exc  # the bytes are judged below, never here
     actual_size = got.stat().st_size
     if size is not None and actual_size != size:
         got.unlink()

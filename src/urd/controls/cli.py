@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
             "data": {p: sha256_file(p) for p in data.values()},
             "control_responses": {p: sha256_file(p) for p in ctrl.values()},
             "artifacts": {r.name: r.provider.served for r in recipes},
-            "package_code_sha256": code_digest("urd.controls.__main__"),
+            "package_code_sha256": code_digest("urd.controls.__main__", "urd.systems.replay"),
             "commit": git_commit(),
             "packages": package_versions(),
         }

@@ -44,12 +44,12 @@ def code_closure(*entries: str) -> tuple[tuple[str, Path], ...]:
     installed (a plug-in such as ``my_systems``): the interpreter and installed libraries are
     pinned by version, not digested.
     """
-    local_dirs = {URD_DIR.parent}
+    local_dirs = {URD_DIR}
     for name in entries:
-        path = _locate(name, None)
+        path = _locate(name, None, entry=True)
         if path is None:
             raise ModuleNotFoundError(f"code_digest: no module named {name!r}")
-        if not _installed(path) or name.split(".")[0] == "urd":
+        if name.split(".")[0] != "urd" and not _installed(path):
             local_dirs.add(_import_root(name, path))
     found: dict[str, Path] = {}
     todo = list(entries)
@@ -57,7 +57,7 @@ def code_closure(*entries: str) -> tuple[tuple[str, Path], ...]:
         name = todo.pop()
         if name in found:
             continue
-        path = _locate(name, local_dirs)
+        path = _locate(name, local_dirs, entry=name in entries)
         if path is None:
             continue
         found[name] = path
@@ -72,7 +72,7 @@ def code_closure(*entries: str) -> tuple[tuple[str, Path], ...]:
     return tuple(sorted(out))
 
 
-def _locate(name: str, local_dirs: set[Path] | None) -> Path | None:
+def _locate(name: str, local_dirs: set[Path] | None, *, entry: bool = False) -> Path | None:
     """The source file of module ``name``, found without importing anything; None outside local_dirs.
 
     Only a top-level name goes through ``find_spec`` (which imports the parents of a dotted
@@ -86,16 +86,21 @@ def _locate(name: str, local_dirs: set[Path] | None) -> Path | None:
             spec = importlib.util.find_spec(top)
         except (ImportError, ValueError):
             return None
-        if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        if spec is not None and spec.origin is None and spec.submodule_search_locations:
+            base = Path(next(iter(spec.submodule_search_locations))).resolve()  # a folder without __init__
+        elif spec is None or not spec.origin or not spec.origin.endswith(".py"):
             return None
-        base = Path(spec.origin).resolve()
-        base = base.parent if base.name == "__init__.py" else base.with_suffix("")
+        else:
+            base = Path(spec.origin).resolve()
+            base = base.parent if base.name == "__init__.py" else base.with_suffix("")
     base = base.joinpath(*rest)
     path = base / "__init__.py" if (base / "__init__.py").is_file() else base.with_suffix(".py")
     if not path.is_file():
         return None
     if local_dirs is not None and not any(path.is_relative_to(d) for d in local_dirs):
         return None
+    if top != "urd" and not entry and _installed(path):
+        return None  # a library is pinned by its version, even when its folder sits below a plug-in
     return path
 
 

@@ -15,6 +15,8 @@ from .request import Completion, Request
 from .usage import Usage
 
 KEY_VARIABLE = "ANTHROPIC_API_KEY"
+# stop reasons of a reply that ended before the model finished it
+CUT_SHORT = ("max_tokens", "model_context_window_exceeded")
 
 
 class AnthropicBackend:
@@ -70,7 +72,9 @@ class AnthropicBackend:
             # An empty reply is a failed call; the tokens it burned travel with the
             # exception so the meter still counts them.
             raise EmptyReply(request.purpose, model, message.stop_reason or "no text", message.model, usage)
-        return Completion(text=text, model=message.model, usage=usage, truncated=message.stop_reason == "max_tokens")
+        if message.stop_reason == "refusal":  # billed, and never parsed as an answer
+            raise ModelRefused(request.purpose, model, message.model, usage)
+        return Completion(text=text, model=message.model, usage=usage, truncated=message.stop_reason in CUT_SHORT)
 
 
 class EmptyReply(CallFailed):
@@ -78,4 +82,12 @@ class EmptyReply(CallFailed):
 
     def __init__(self, purpose: str, model: str, why: str, answered: str, usage: Usage) -> None:
         super().__init__(purpose, model, f"empty reply ({why})")
+        self.answered, self.usage = answered, usage
+
+
+class ModelRefused(EmptyReply):
+    """The model declined to answer (stop reason ``refusal``): billed, counted as failed."""
+
+    def __init__(self, purpose: str, model: str, answered: str, usage: Usage) -> None:
+        CallFailed.__init__(self, purpose, model, "the model refused to answer")
         self.answered, self.usage = answered, usage
