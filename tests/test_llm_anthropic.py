@@ -187,3 +187,31 @@ def test_a_reply_cut_by_the_context_window_is_truncated_and_a_refusal_is_never_a
     with pytest.raises(ModelRefused, match="update call on claude-sonnet-5-5 failed: the model refused to answer"):
         llm.ask(Request("update", "s", "another", 64))
     assert dict(meter.failed) == {"update": 1} and len(meter.records) == 3  # the refusal was billed
+
+
+def test_the_estimate_counts_input_tokens_with_the_api_when_asked(monkeypatch):
+    from conftest import REPO
+
+    from urd.agentmem import settings as settings_mod
+    from urd.agentmem.cli import token_counter
+    from urd.agentmem.runtime import routes_for
+    from urd.cost import agentmem as estimate
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    paths = []
+
+    def handler(request):
+        paths.append(request.url.path)
+        body = json.loads(request.content)
+        size = len(body["system"][0]["text"].encode()) + len(body["messages"][0]["content"].encode())
+        return httpx2.Response(200, json={"input_tokens": size})  # one token a byte: dearer than 3 bytes a token
+
+    s = settings_mod.load(REPO / "config/agentmem.yaml")
+    routes = routes_for("claude-sonnet-5-5", s)
+    count = token_counter(s, http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+    counted = estimate.trip_vs_move(s, routes, "reader", gate="production", runs=s.runs, count=count)
+    stated = estimate.trip_vs_move(s, routes, "reader", gate="production", runs=s.runs)
+    assert counted.usd > stated.usd and "count_tokens" in counted.line()
+    graph = {(r.system, r.user) for v in ("move", "trip-alone")
+             for r in estimate.scripted_call_graph(s, "trip-vs-move", case_name="reader", variant=v, gate="production")}
+    assert set(paths) == {"/v1/messages/count_tokens"} and len(paths) == len(graph)  # each distinct request once, nothing generated

@@ -84,6 +84,8 @@ def _verb_args(p, verb: str, bar_help: str) -> None:
         p.add_argument("--require-bar", action="store_true", help=bar_help)
     else:
         p.add_argument("--cents", action="store_true", help="print only the estimate in whole US cents")
+        p.add_argument("--count-tokens", action="store_true",
+                       help="count each request's input tokens with the Messages API (needs ANTHROPIC_API_KEY; free)")
 
 
 def _settings(args) -> settings_mod.Settings:
@@ -143,11 +145,14 @@ def _dispatch(args) -> int:
     pins = dict(args.pin)
     if args.verb == "estimate":
         routes = routes_for(args.model, s, pins)
-        profile = estimate_mod.load_profile(s)
+        profile = {} if args.count_tokens else estimate_mod.load_profile(s)
+        count = token_counter(s) if args.count_tokens else None
         if args.suite == "trip-vs-move":
-            est = estimate_mod.trip_vs_move(s, routes, args.case, gate=args.gate or s.raw["trip_vs_move"]["gate"], runs=s.runs, profile=profile)
+            est = estimate_mod.trip_vs_move(s, routes, args.case, gate=args.gate or s.raw["trip_vs_move"]["gate"], runs=s.runs,
+                                            profile=profile, count=count)
         else:
-            est = estimate_mod.update_gate(s, routes, samples=args.samples or s.raw["update_gate"]["samples"], profile=profile)
+            est = estimate_mod.update_gate(s, routes, samples=args.samples or s.raw["update_gate"]["samples"], profile=profile,
+                                           count=count)
         print(est.cents if args.cents else est.line())
         return EXIT_OK
     if args.suite == "trip-vs-move":
@@ -159,3 +164,20 @@ def _dispatch(args) -> int:
     atomic_write_json(args.output, report)
     print(f"{args.suite} on {args.model}: {report['verdict']}")
     return status if args.require_bar else EXIT_OK
+
+
+def token_counter(settings, http_client=None):
+    """The Messages API's token counter, each distinct request counted once."""
+    from ..llm.anthropic_backend import AnthropicBackend
+
+    llm_cfg = settings.raw["llm"]
+    backend = AnthropicBackend(max_retries=llm_cfg["max_retries"], timeout_s=llm_cfg["timeout_s"], http_client=http_client)
+    seen: dict[tuple, int] = {}
+
+    def count(model, request):
+        key = (model, request.system, request.user)
+        if key not in seen:
+            seen[key] = backend.count_tokens(model, request)
+        return seen[key]
+
+    return count

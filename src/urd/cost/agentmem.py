@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import math
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -144,8 +144,14 @@ def scripted_call_graph(settings: Settings, suite: str, *, case_name: str = "", 
     return _GRAPHS[key]
 
 
-def call_graph_usd(settings: Settings, routes: Routes, requests: list[Request]) -> float:
-    """The calls priced at the live routes' list prices (see the module docstring)."""
+#: (model, request) -> the input tokens it bills: the Messages API's counter, when a key is present
+TokenCounter = Callable[[str, Request], int]
+
+
+def call_graph_usd(settings: Settings, routes: Routes, requests: list[Request], count: TokenCounter | None = None) -> float:
+    """The calls priced at the live routes' list prices (see the module docstring). With
+    ``count``, each request's input tokens are counted, not derived from its bytes (the
+    instructions' share of them follows their share of the bytes)."""
     est = settings.raw["estimate"]
     per_byte = 1 / float(est["bytes_per_token"])
     cached: set[tuple[str, str]] = set()
@@ -153,8 +159,13 @@ def call_graph_usd(settings: Settings, routes: Routes, requests: list[Request]) 
     for r in requests:
         model = routes.model_for(r.purpose)
         price = settings.prices.price(model)
-        system = math.ceil(len(r.system.encode()) * per_byte)
-        user = math.ceil(len(r.user.encode()) * per_byte) + FRAMING_TOKENS
+        if count is None:
+            system = math.ceil(len(r.system.encode()) * per_byte)
+            user = math.ceil(len(r.user.encode()) * per_byte) + FRAMING_TOKENS
+        else:
+            counted = count(model, r)
+            system = round(counted * len(r.system.encode()) / max(1, r.size_bytes()))
+            user = counted - system
         if settings.raw["llm"]["prompt_cache"] and system >= est["min_cacheable_tokens"]:
             rate = price.cache_read if (model, r.system) in cached else price.cache_write
             cached.add((model, r.system))
@@ -165,10 +176,11 @@ def call_graph_usd(settings: Settings, routes: Routes, requests: list[Request]) 
     return total
 
 
-def _graph_note(settings: Settings) -> str:
+def _graph_note(settings: Settings, counted: bool = False) -> str:
     est = settings.raw["estimate"]
-    return (f"the calls the scripted arm makes, at list prices: input at {est['bytes_per_token']:g} bytes "
-            f"a token, output at the typical lengths stated {est['stated']}")
+    source = "counted by messages.count_tokens" if counted else f"at {est['bytes_per_token']:g} bytes a token"
+    return (f"the calls the scripted arm makes, at list prices: input {source}, output at the typical "
+            f"lengths stated {est['stated']}")
 
 
 def _profile_usd(prices: PriceBook, routes: Routes, by_purpose: Mapping[str, Mapping]) -> float:
@@ -187,7 +199,8 @@ def load_profile(settings: Settings) -> dict:
 
 
 def trip_vs_move(
-    settings: Settings, routes: Routes, case_name: str, *, gate: str, runs: Mapping[str, int], profile: Mapping | None = None
+    settings: Settings, routes: Routes, case_name: str, *, gate: str, runs: Mapping[str, int], profile: Mapping | None = None,
+    count: TokenCounter | None = None,
 ) -> Estimate:
     suite = f"trip-vs-move {case_name}"
     if all(m == SCRIPTED_MODEL for m in routes.by_purpose.values()):
@@ -202,10 +215,10 @@ def trip_vs_move(
         if not n:
             continue
         graph = scripted_call_graph(settings, "trip-vs-move", case_name=case_name, variant=variant, gate=gate)
-        per[variant] = call_graph_usd(settings, routes, graph)
+        per[variant] = call_graph_usd(settings, routes, graph, count)
         calls += n * len(graph)
     usd = sum(per[v] * n for v, n in runs.items() if n)
-    return Estimate(suite, routes.model, "call graph", usd, per, calls, _graph_note(settings))
+    return Estimate(suite, routes.model, "call graph", usd, per, calls, _graph_note(settings, count is not None))
 
 
 def trip_vs_move_bound(settings: Settings, routes: Routes, case_name: str, *, gate: str, runs: Mapping[str, int]) -> Estimate:
@@ -220,7 +233,8 @@ def trip_vs_move_bound(settings: Settings, routes: Routes, case_name: str, *, ga
 
 
 def update_gate(
-    settings: Settings, routes: Routes, *, samples: int, sets: Mapping[str, list[dict]] | None = None, profile: Mapping | None = None
+    settings: Settings, routes: Routes, *, samples: int, sets: Mapping[str, list[dict]] | None = None, profile: Mapping | None = None,
+    count: TokenCounter | None = None,
 ) -> Estimate:
     suite = "update-gate"
     if all(m == SCRIPTED_MODEL for m in routes.by_purpose.values()):
@@ -231,8 +245,8 @@ def update_gate(
         return Estimate(suite, routes.model, "profile", usd, {}, None, f"measured usage: {measured.get('source', 'a report')}")
     if sets is None:
         graph = scripted_call_graph(settings, "update-gate", samples=samples)
-        return Estimate(suite, routes.model, "call graph", call_graph_usd(settings, routes, graph), {}, len(graph),
-                        _graph_note(settings))
+        return Estimate(suite, routes.model, "call graph", call_graph_usd(settings, routes, graph, count), {}, len(graph),
+                        _graph_note(settings, count is not None))
     return update_gate_bound(settings, routes, samples=samples, sets=sets)
 
 

@@ -42,6 +42,17 @@ class AnthropicBackend:
         )
         self._prompt_cache = prompt_cache
 
+    def count_tokens(self, model: str, request: Request) -> int:
+        """The input tokens ``request`` would bill on ``model`` (the Messages API's token counter)."""
+        try:
+            counted = self._client.messages.count_tokens(
+                model=model, system=[{"type": "text", "text": request.system}],
+                messages=[{"role": "user", "content": request.user}],
+            )
+        except (anthropic.APIStatusError, anthropic.APIConnectionError) as exc:
+            raise CallFailed(request.purpose, model, f"count_tokens: {type(exc).__name__}") from None
+        return int(counted.input_tokens)
+
     def complete(self, model: str, request: Request) -> Completion:
         system: list[dict] = [{"type": "text", "text": request.system}]
         if self._prompt_cache:
