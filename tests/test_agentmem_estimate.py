@@ -111,3 +111,10 @@ def test_update_gate_estimate_counts_the_calls_the_gate_really_makes():
     assert estimate.update_gate(BASE, routes, samples=6).usd == pytest.approx(2 * three.usd, rel=0.01)
     bound = estimate.update_gate_bound(BASE, routes, samples=3)
     assert bound.calls == 89 * 3 * 3 and bound.usd > 5 * three.usd
+
+
+def test_the_update_gate_estimate_halves_when_its_calls_go_in_message_batches():
+    routes = routes_for("claude-sonnet-5-5", BASE)
+    plain = estimate.update_gate(BASE, routes, samples=3)
+    batched = estimate.update_gate(settings_mod.with_overrides(BASE, {"llm.batches": True}), routes, samples=3)
+    assert batched.usd == pytest.approx(plain.usd / 2) and "Message Batches" in batched.line()

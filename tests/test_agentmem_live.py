@@ -33,12 +33,43 @@ class FakeMessagesAPI:
         self.answered_model = answered_model
         self.fail_first = list(fail_first)
         self.requests = []
+        self.batches = {}
 
     def __call__(self, request):
         self.requests.append(request)
         if self.fail_first:
             return httpx2.Response(self.fail_first.pop(0), headers={"retry-after-ms": "1"}, json={"type": "error", "error": {"type": "overloaded_error", "message": "busy"}})
-        body = json.loads(request.content)
+        if request.url.path.startswith("/v1/messages/batches"):
+            return self._batch(request)
+        return self._message(json.loads(request.content))
+
+    def _batch(self, request):
+        """Message Batches: create (in progress), retrieve (ended), results (JSONL)."""
+        path = request.url.path
+        if request.method == "POST":
+            body = json.loads(request.content)
+            batch_id = f"msgbatch_{len(self.batches) + 1}"
+            self.batches[batch_id] = [(r["custom_id"], self._message(r["params"])) for r in body["requests"]]
+            return httpx2.Response(200, json=self._batch_object(batch_id, "in_progress"))
+        batch_id = path.split("/")[4]
+        if path.endswith("/results"):
+            lines = [json.dumps({"custom_id": cid, "result": {"type": "succeeded", "message": json.loads(r.content)}})
+                     if r.status_code == 200 else json.dumps({"custom_id": cid, "result": {"type": "errored", "error": json.loads(r.content)}})
+                     for cid, r in self.batches[batch_id]]
+            return httpx2.Response(200, content="\n".join(lines).encode(), headers={"content-type": "application/binary"})
+        return httpx2.Response(200, json=self._batch_object(batch_id, "ended"))
+
+    def _batch_object(self, batch_id, status):
+        n = len(self.batches[batch_id])
+        return {"id": batch_id, "type": "message_batch", "processing_status": status,
+                "created_at": "2026-12-01T00:00:00Z", "expires_at": "2026-12-02T00:00:00Z",
+                "ended_at": "2026-12-01T00:01:00Z" if status == "ended" else None,
+                "archived_at": None, "cancel_initiated_at": None,
+                "request_counts": {"processing": 0 if status == "ended" else n, "succeeded": n if status == "ended" else 0,
+                                   "errored": 0, "canceled": 0, "expired": 0},
+                "results_url": f"https://api.anthropic.com/v1/messages/batches/{batch_id}/results" if status == "ended" else None}
+
+    def _message(self, body):
         system = "".join(block["text"] for block in body["system"])
         user = body["messages"][0]["content"]
         answer = self.responder(Request("update", system, user, body["max_tokens"]))
@@ -150,6 +181,27 @@ def test_update_gate_live_path_and_its_ceiling(tmp_path, key):
     )
     assert capped["incomplete"].startswith("stopped before") and capped["verdict"]["bars_met"] is None
     assert any(not s["complete"] and s["scores"] is None for s in capped["sets"].values())
+
+
+def test_update_gate_in_message_batches_asks_the_same_calls_at_half_the_price(tmp_path, key):
+    plain_api, batch_api = FakeMessagesAPI(), FakeMessagesAPI()
+    plain = update_gate.run_suite(MODEL, make_settings(tmp_path / "a", **{"llm.replay_cache": False}), samples=1, yes=True,
+                                  http_client=plain_api.client(), **QUIET)
+    batched = update_gate.run_suite(
+        MODEL, make_settings(tmp_path / "b", **{"llm.batches": True, "llm.batch_poll_s": 0}), samples=1, yes=True,
+        http_client=batch_api.client(), **QUIET,
+    )
+    singles = [r for r in batch_api.requests if r.url.path == "/v1/messages"]
+    creates = [r for r in batch_api.requests if r.method == "POST" and r.url.path == "/v1/messages/batches"]
+    assert singles == [] and len(creates) == 2  # readings first, then the confirmations they call for
+    assert batched["verdict"] == plain["verdict"] and batched["usage"]["calls"] == plain["usage"]["calls"]
+    assert batched["spend"]["measured_usd"] == pytest.approx(plain["spend"]["measured_usd"] / 2, abs=2e-6)  # rounded to 6 places
+    assert all(row["batched"] for row in batched["usage"]["by_purpose"])
+    # a rerun replays every call from the cache: no batch, no call
+    again_api = FakeMessagesAPI()
+    update_gate.run_suite(MODEL, make_settings(tmp_path / "b", **{"llm.batches": True, "llm.batch_poll_s": 0}), samples=1,
+                          yes=True, http_client=again_api.client(), **QUIET)
+    assert again_api.requests == []
 
 
 def test_the_key_is_never_written_to_any_output_log_cache_or_record(tmp_path, key, capfd):

@@ -10,7 +10,9 @@ from collections.abc import Callable, Mapping
 from .. import __version__
 from ..cost import agentmem as estimate_mod
 from ..llm import CallFailed, CeilingReached, Meter, RequestRefused
-from .gates import GATES
+from . import prompts, replies
+from . import purposes as P
+from .gates import CHANGES, GATES
 from .pairs import load_set_rows, set_info
 from .probes import PairProbe
 from .runtime import build_llm, confirm_live, is_live, routes_for
@@ -28,6 +30,30 @@ def ask_sample(llm, row: Mapping, *, max_tokens, replica: str) -> dict:
     probe.contradiction()
     probe.update()
     return probe.answers()
+
+
+def prefetch_in_batches(llm, rows_by_set: Mapping[str, list[dict]], samples: int, settings: Settings,
+                        log: Callable[[str], None]) -> int:
+    """The calls of every sample in two Message Batches: the contradiction and first update
+    readings (independent of each other), then the confirmations their CHANGES readings call
+    for. The requests are the ones PairProbe builds, so the replay below asks nothing twice."""
+    mt = settings.max_tokens
+    poll = settings.raw["llm"]["batch_poll_s"]
+    samples_of = [(row, f"{name}/{row['id']}/sample-{s}") for name, rows in rows_by_set.items() for row in rows
+                  for s in range(1, samples + 1)]
+    first = {}
+    for row, replica in samples_of:
+        first[replica] = prompts.update(row["older"], row["newer"], confirm=False, max_tokens=mt[P.UPDATE], replica=replica)
+    contradictions = [prompts.contradiction(row["newer"], row["older"], max_tokens=mt[P.CONTRADICTION], replica=replica)
+                      for row, replica in samples_of]
+    sent = llm.prefetch([*contradictions, *first.values()], poll_s=poll)
+    log(f"batch 1: {sent} contradiction and first update readings")
+    confirm = [prompts.update(row["older"], row["newer"], confirm=True, max_tokens=mt[P.UPDATE_CONFIRM], replica=replica)
+               for row, replica in samples_of
+               if replies.update_verdict(llm.peek(first[replica]) or "") == CHANGES]
+    second = llm.prefetch(confirm, poll_s=poll)
+    log(f"batch 2: {second} confirmations")
+    return sent + second
 
 
 def run_suite(
@@ -55,6 +81,9 @@ def run_suite(
     incomplete = None
     asked: dict[str, list[dict]] = {name: [] for name in rows_by_set}
     try:
+        if settings.raw["llm"]["batches"] and is_live(routes):
+            sent = prefetch_in_batches(llm, rows_by_set, samples, settings, log)
+            log(f"{sent} calls sent in Message Batches (half the list price)")
         for name, rows in rows_by_set.items():
             for row in rows:
                 if ceiling is not None and meter.spent_usd >= ceiling:

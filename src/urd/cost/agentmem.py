@@ -42,6 +42,7 @@ from ..agentmem.pairs import load_set_rows
 from ..agentmem.settings import Settings
 from ..core.io import canonical_json
 from ..llm import SCRIPTED_MODEL, Request, Routes, Usage
+from ..llm.client import BATCH_PRICE
 from ..llm.prices import PriceBook
 from ..llm.request import FRAMING_TOKENS  # one framing allowance for estimate, bound and ceiling
 
@@ -245,8 +246,11 @@ def update_gate(
         return Estimate(suite, routes.model, "profile", usd, {}, None, f"measured usage: {measured.get('source', 'a report')}")
     if sets is None:
         graph = scripted_call_graph(settings, "update-gate", samples=samples)
-        return Estimate(suite, routes.model, "call graph", call_graph_usd(settings, routes, graph, count), {}, len(graph),
-                        _graph_note(settings, count is not None))
+        usd = call_graph_usd(settings, routes, graph, count)
+        note = _graph_note(settings, count is not None)
+        if settings.raw["llm"]["batches"]:
+            usd, note = usd * BATCH_PRICE, note + "; sent as Message Batches, at half the list price"
+        return Estimate(suite, routes.model, "call graph", usd, {}, len(graph), note)
     return update_gate_bound(settings, routes, samples=samples, sets=sets)
 
 

@@ -14,6 +14,8 @@ from .routes import Routes
 from .scripted import SCRIPTED_MODEL, ScriptedBackend
 from .usage import CallRecord, Meter
 
+BATCH_PRICE = 0.5  # Message Batches bill half the list price
+
 
 @dataclass
 class Backends:
@@ -63,6 +65,7 @@ class LLM:
         self.meter, self.cache = meter, cache
         self.retry_factor, self.max_retry_tokens = retry_factor, dict(max_retry_tokens or {})
         self.ceiling_usd = ceiling_usd
+        self._prefetched: dict[tuple[str, str], object] = {}  # (model, cache key) -> Completion
 
     def ask(self, request: Request) -> str:
         completion = self._ask_once(request)
@@ -80,8 +83,48 @@ class LLM:
         self.meter.failed[request.purpose] += 1
         raise Truncated(request.purpose, self.routes.model_for(request.purpose), request.max_tokens)
 
+    def prefetch(self, requests: list[Request], *, poll_s: float = 30.0) -> int:
+        """Send the live, uncached ``requests`` in one Message Batch (half the list price) so that
+        asking them later costs nothing more. Requests the cache holds, scripted ones, and any
+        that would take the worst case past the ceiling are left to ``ask``. Returns how many went."""
+        todo, worst = [], 0.0
+        for r in dict.fromkeys(requests):
+            model = self.routes.model_for(r.purpose)
+            if model == SCRIPTED_MODEL or (model, r.cache_key(model)) in self._prefetched:
+                continue
+            if self.cache is not None and self.cache.get(model, r) is not None:
+                continue
+            cost = BATCH_PRICE * self.prices.price(model).worst_case(r.input_token_bound(), r.max_tokens)
+            if self.ceiling_usd is not None and self.meter.spent_usd + worst + cost > self.ceiling_usd:
+                break
+            worst += cost
+            todo.append((model, r))
+        if not todo:
+            return 0
+        backend = self.backends.for_model(todo[0][0], todo[0][1].purpose)
+        for (model, request), got in zip(todo, backend.complete_batch(todo, poll_s=poll_s)):
+            if isinstance(got, CallFailed):
+                continue  # asked again, alone, when the suite needs it
+            self.meter.add(CallRecord(request.purpose, model, got.model, got.usage,
+                                      BATCH_PRICE * self._cost(model, got.model, got.usage), batched=True))
+            self._prefetched[(model, request.cache_key(model))] = got
+            if self.cache is not None:
+                self.cache.put(model, request, got)
+        return len(todo)
+
+    def peek(self, request: Request) -> str | None:
+        """The reply a prefetch (or the cache) holds for ``request``, without asking or metering."""
+        model = self.routes.model_for(request.purpose)
+        held = self._prefetched.get((model, request.cache_key(model)))
+        if held is None and self.cache is not None:
+            held = self.cache.get(model, request)
+        return None if held is None or held.truncated else held.text
+
     def _ask_once(self, request: Request):
         model = self.routes.model_for(request.purpose)
+        held = self._prefetched.pop((model, request.cache_key(model)), None)
+        if held is not None:  # fetched in a batch and already metered
+            return held
         # The scripted arm costs nothing and is its own table: it is never cached.
         use_cache = self.cache is not None and model != SCRIPTED_MODEL
         if use_cache:

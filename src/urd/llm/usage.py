@@ -45,6 +45,7 @@ class CallRecord:
     usage: Usage
     list_cost_usd: float
     replayed: bool = False
+    batched: bool = False  # sent in a Message Batch: list_cost_usd is already the batch price
 
     @property
     def spent_usd(self) -> float:
@@ -84,16 +85,17 @@ class Meter:
         return seen
 
     def summary(self) -> dict:
-        """Calls, tokens and cost per (purpose, model, replayed), plus totals."""
-        rows: dict[tuple[str, str, bool], dict] = {}
+        """Calls, tokens and cost per (purpose, model, replayed, batched), plus totals."""
+        rows: dict[tuple[str, str, bool, bool], dict] = {}
         for r in self.records:
-            key = (r.purpose, r.answered_model, r.replayed)
+            key = (r.purpose, r.answered_model, r.replayed, r.batched)
             row = rows.setdefault(
                 key,
                 {
                     "purpose": r.purpose,
                     "model": r.answered_model,
                     "replayed": r.replayed,
+                    "batched": r.batched,
                     "calls": 0,
                     **asdict(Usage()),
                     "list_cost_usd": 0.0,
