@@ -2,9 +2,6 @@
 when one exists, else from the scripted arm's call graph at list prices; the bound stays."""
 
 
-import tempfile
-from pathlib import Path
-
 import pytest
 from conftest import REPO
 
@@ -16,10 +13,6 @@ from urd.cost import agentmem as estimate
 
 BASE = settings_mod.load(REPO / "config/agentmem.yaml")
 RUNS = {"move": 3, "trip-alone": 2}
-
-
-def _tmp() -> str:
-    return tempfile.mkdtemp(prefix="urd-estimate-")
 
 
 def tvm(settings=BASE, model="claude-sonnet-5-5", case="reader", gate="production", runs=RUNS, profile=None, pins=None):
@@ -42,15 +35,15 @@ def test_the_estimate_is_the_scripted_call_graph_priced_and_rounded_up():
     assert "US$" in a.line() and "call graph" in a.line()
 
 
-def test_the_estimate_agrees_with_the_scripted_arms_recorded_calls_within_2x():
+def test_the_estimate_agrees_with_the_scripted_arms_recorded_calls_within_2x(tmp_path):
     """Price, by hand, every call the scripted arm records when it really runs the reader case."""
     from urd.agentmem import trip_vs_move
     from urd.llm.request import FRAMING_TOKENS
 
     recorded = []
     trip_vs_move.run_store(
-        Path(_tmp()) / "run", case_name="reader", variant="move", index=1,
-        settings=settings_mod.with_overrides(BASE, {"work_dir": _tmp(), "llm.replay_cache": False}),
+        tmp_path / "run", case_name="reader", variant="move", index=1,
+        settings=settings_mod.with_overrides(BASE, {"work_dir": str(tmp_path / "work"), "llm.replay_cache": False}),
         routes=routes_for("scripted", BASE), gate="production", ceiling_usd=None, checks_version=2, record=recorded,
     )
     assert len(recorded) >= 5 and {r.purpose for r in recorded} >= {"extract", "update", "reanchor"}

@@ -104,6 +104,7 @@ class LLM:
         backend = self.backends.for_model(todo[0][0], todo[0][1].purpose)
         for (model, request), got in zip(todo, backend.complete_batch(todo, poll_s=poll_s)):
             if isinstance(got, CallFailed):
+                self._bill_failure(request, model, got, batched=True)
                 continue  # asked again, alone, when the suite needs it
             self.meter.add(CallRecord(request.purpose, model, got.model, got.usage,
                                       BATCH_PRICE * self._cost(model, got.model, got.usage), batched=True))
@@ -142,19 +143,20 @@ class LLM:
             self.meter.refused[request.purpose] += 1
             raise
         except CallFailed as exc:
-            self.meter.failed[request.purpose] += 1
-            usage = getattr(exc, "usage", None)
-            if usage is not None:  # billed although unusable
-                self.meter.add(
-                    CallRecord(
-                        request.purpose, model, exc.answered, usage, self._cost(model, exc.answered, usage)
-                    )
-                )
+            self._bill_failure(request, model, exc)
             raise
         self._record(request, model, completion, replayed=False)
         if use_cache:  # a cut reply is kept too, so a rerun replays the cut and its retry
             self.cache.put(model, request, completion)
         return completion
+
+    def _bill_failure(self, request: Request, model: str, exc: CallFailed, *, batched: bool = False) -> None:
+        """Count a failed call; one the API answered and billed (an empty reply, a refusal) is metered."""
+        self.meter.failed[request.purpose] += 1
+        usage = getattr(exc, "usage", None)
+        if usage is not None:  # billed although unusable
+            cost = self._cost(model, exc.answered, usage) * (BATCH_PRICE if batched else 1.0)
+            self.meter.add(CallRecord(request.purpose, model, exc.answered, usage, cost, batched=batched))
 
     def _record(self, request: Request, model: str, completion, *, replayed: bool) -> None:
         self.meter.add(

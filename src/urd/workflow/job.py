@@ -33,7 +33,7 @@ def run(snakemake, main: Callable[[list[str]], int], argv: Iterable) -> None:
 
 def _flatten(items: Iterable) -> Iterable:
     for item in items:
-        if isinstance(item, (list, tuple)) or type(item).__name__ == "Namedlist":
+        if isinstance(item, (list, tuple)):  # Snakemake's Namedlist is a list
             yield from _flatten(item)
         else:
             yield item
