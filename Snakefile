@@ -50,6 +50,7 @@ include: "rules/backbone.smk"
 include: "rules/urd.smk"
 include: "rules/replay.smk"
 include: "rules/agentmem.smk"
+include: "rules/planting.smk"
 include: "rules/tables.smk"
 
 

@@ -6,5 +6,9 @@ UPDATE = "update"
 UPDATE_CONFIRM = "update_confirm"
 REANCHOR = "reanchor"
 REANCHOR_CHECK = "reanchor_check"
+# the planting suite: the character deciding, the layered arm's summary, the judge
+DECIDE = "decide"
+SUMMARIZE = "summarize"
+JUDGE = "judge"
 
-PURPOSES = (EXTRACT, CONTRADICTION, UPDATE, UPDATE_CONFIRM, REANCHOR, REANCHOR_CHECK)
+PURPOSES = (EXTRACT, CONTRADICTION, UPDATE, UPDATE_CONFIRM, REANCHOR, REANCHOR_CHECK, DECIDE, SUMMARIZE, JUDGE)

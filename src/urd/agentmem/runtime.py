@@ -44,11 +44,14 @@ def build_llm(
     http_client=None,
     ceiling_usd: float | None = None,
     record: list | None = None,
+    responder=None,
 ) -> LLM:
+    """The run's client; the scripted arm answers with `responder` (default: the agent-memory
+    suites' table)."""
     llm_cfg = settings.raw["llm"]
     scripted = None
     if SCRIPTED_MODEL in routes.by_purpose.values():
-        scripted = ScriptedBackend(ScriptedResponder(table or ScriptedTable.load()), record=record)
+        scripted = ScriptedBackend(responder or ScriptedResponder(table or ScriptedTable.load()), record=record)
     backends = Backends(
         scripted=scripted,
         live_factory=lambda: _anthropic_backend()(
@@ -69,7 +72,7 @@ def fresh_run_dir(path: Path) -> Path:
             raise InputError(path, "directory", "an empty directory or one an earlier run of this suite made")
         shutil.rmtree(path)
     path.mkdir(parents=True)
-    (path / RUN_MARKER).write_text("one trip-vs-move run's store; cleared when the run is repeated\n")
+    (path / RUN_MARKER).write_text("one suite run's store; cleared when the run is repeated\n")
     return path
 
 

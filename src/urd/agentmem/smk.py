@@ -1,5 +1,5 @@
-"""What the Snakemake rules need at parse time: the settings as one argument and each
-target's spend estimate in whole US cents."""
+"""What the Snakemake rules need at parse time for the LLM suites (agent memory, planting): the
+settings as one argument, each target's spend estimate in whole US cents, and output paths."""
 
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ from ..core.io import canonical_json
 from ..cost import agentmem as estimate_mod
 from .runtime import routes_for
 from .settings import validate
+
+#: The published planting tables and figure (rules/planting.smk, the `published` target).
+PLANTING_TABLES = {fmt: f"results/planting/tables/planting.{fmt}" for fmt in ("md", "csv", "html", "png")}
 
 #: A model name as a target path segment: no slash, no spaces.
 MODEL_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]*"
@@ -38,3 +41,12 @@ def trip_vs_move_cents(agentmem: Mapping, case: str, model: str) -> int:
 
 def update_gate_cents(agentmem: Mapping, model: str) -> int:
     return update_gate_estimate(agentmem, model).cents
+
+
+def planting_estimate(agentmem: Mapping, model: str, master_seed: int) -> estimate_mod.Estimate:
+    s = validate(agentmem, "config['agentmem']")
+    return estimate_mod.planting(s, routes_for(model, s), master_seed=master_seed)
+
+
+def planting_cents(agentmem: Mapping, model: str, master_seed: int) -> int:
+    return planting_estimate(agentmem, model, master_seed).cents

@@ -123,9 +123,9 @@ _GRAPHS: dict[tuple, list[Request]] = {}
 
 
 def scripted_call_graph(settings: Settings, suite: str, *, case_name: str = "", variant: str = "", gate: str = "",
-                        samples: int = 1) -> list[Request]:
+                        samples: int = 1, master_seed: int = 0) -> list[Request]:
     """Every request one run makes on the scripted arm (offline, free; computed once)."""
-    key = (canonical_json(settings.raw), suite, case_name, variant, gate, samples)
+    key = (canonical_json(settings.raw), suite, case_name, variant, gate, samples, master_seed)
     if key not in _GRAPHS:
         from ..agentmem import trip_vs_move as tvm
         from ..agentmem import update_gate as ug
@@ -135,7 +135,14 @@ def scripted_call_graph(settings: Settings, suite: str, *, case_name: str = "", 
         recorded: list[Request] = []
         with tempfile.TemporaryDirectory() as tmp:
             scratch = with_overrides(settings, {"work_dir": tmp, "llm.replay_cache": False})
-            if suite == "trip-vs-move":
+            if suite == "planting":
+                from ..planting import suite as planting_suite
+                from ..planting import world
+
+                path = Path(tmp) / "world.jsonl"
+                world.write_world(path, master_seed, world.Shape.from_settings(scratch.raw["planting"]), world.load_roster())
+                planting_suite.run_suite(SCRIPTED_MODEL, scratch, world_path=path, record=recorded, log=lambda line: None)
+            elif suite == "trip-vs-move":
                 tvm.run_store(Path(tmp) / "run", case_name=case_name, variant=variant, index=1, settings=scratch,
                               routes=routes_for(SCRIPTED_MODEL, scratch), gate=gate, ceiling_usd=None,
                               checks_version=scratch.raw["trip_vs_move"]["checks_version"], record=recorded)
@@ -220,6 +227,22 @@ def trip_vs_move(
         calls += n * len(graph)
     usd = sum(per[v] * n for v, n in runs.items() if n)
     return Estimate(suite, routes.model, "call graph", usd, per, calls, _graph_note(settings, count is not None))
+
+
+def planting(settings: Settings, routes: Routes, *, master_seed: int, count: TokenCounter | None = None) -> Estimate:
+    """One planting run: the scripted arm's call graph (calibration, three variants of every
+    arm, their summaries and judgements) at the live routes' list prices."""
+    if all(m == SCRIPTED_MODEL for m in routes.by_purpose.values()):
+        return Estimate("planting", routes.model, "free", 0.0, {}, None, "the scripted arm makes no paid call")
+    graph = scripted_call_graph(settings, "planting", master_seed=master_seed)
+    if settings.raw["llm"]["replay_cache"]:  # a request asked twice is answered from the cache the second time
+        graph = list(dict.fromkeys(graph))
+    by_purpose = {}
+    for r in graph:
+        by_purpose.setdefault(r.purpose, []).append(r)
+    per = {p: call_graph_usd(settings, routes, rs, count) for p, rs in sorted(by_purpose.items())}
+    return Estimate("planting", routes.model, "call graph", call_graph_usd(settings, routes, graph, count), per,
+                    len(graph), _graph_note(settings, count is not None))
 
 
 def trip_vs_move_bound(settings: Settings, routes: Routes, case_name: str, *, gate: str, runs: Mapping[str, int]) -> Estimate:

@@ -61,6 +61,10 @@ def published_files(config: dict) -> list[str]:
     files = [table_files("retention")[f] for f in ("md", "csv", "html")]
     files += [table_files("side_metrics")[f] for f in ("md", "csv", "html")]
     files += [retention_png(s) for s in scales]
+    if config.get("agentmem", {}).get("planting", {}).get("publish"):
+        from ..agentmem.smk import PLANTING_TABLES
+
+        files += list(PLANTING_TABLES.values())
     if config["controls"]["enabled"]:
         files += [f"{TABLES}/ceiling.md", f"{TABLES}/ceiling.html", f"{TABLES}/bits_curve.md",
                   f"{TABLES}/bits_curve.html", f"{FIGURES}/bits_curve.png"]

@@ -1,0 +1,121 @@
+"""``python -m urd.planting``: make the world, run, estimate, harvest, and tabulate.
+
+Exit status: 0 done; 1 the run stopped (calibration or baseline gate) or is incomplete (its
+report is written all the same); 2 nothing was run or written (bad input, a live run
+without confirmation).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..agentmem import settings as settings_mod
+from ..agentmem.cli import _pin, token_counter
+from ..agentmem.runtime import NotConfirmed, routes_for
+from ..core.errors import InputError, UrdError
+from ..core.io import atomic_write_json
+from ..cost import agentmem as estimate_mod
+from . import judge, render, world
+
+EXIT_OK, EXIT_STOPPED, EXIT_REFUSED = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m urd.planting", description=__doc__.splitlines()[0])
+    verbs = parser.add_subparsers(dest="verb", required=True)
+
+    def settings_args(p):
+        g = p.add_mutually_exclusive_group()
+        g.add_argument("--config", type=Path, help="YAML file with an 'agentmem' key (default: config/agentmem.yaml)")
+        g.add_argument("--settings", help="config['agentmem'] as JSON (what the Snakemake rules pass)")
+
+    p = verbs.add_parser("world", help="generate the seeded world (no model)")
+    p.add_argument("--master-seed", type=int, required=True)
+    p.add_argument("--output", type=Path, required=True)
+    settings_args(p)
+
+    for verb in ("run", "estimate"):
+        p = verbs.add_parser(verb)
+        p.add_argument("--model", required=True, help="the model every purpose runs on ('scripted': the offline tables)")
+        p.add_argument("--pin", type=_pin, action="append", default=[], metavar="PURPOSE=MODEL",
+                       help="run one purpose on another model (e.g. judge=...: re-judge a stored run)")
+        settings_args(p)
+        if verb == "run":
+            p.add_argument("--world", type=Path, required=True)
+            p.add_argument("--output", type=Path, required=True)
+            p.add_argument("--yes", action="store_true", help="confirm a live run's spend")
+        else:
+            p.add_argument("--master-seed", type=int, required=True)
+            p.add_argument("--cents", action="store_true", help="print only the estimate in whole US cents")
+            p.add_argument("--count-tokens", action="store_true", help="count input tokens with the Messages API")
+
+    p = verbs.add_parser("harvest", help="a new calibration-set version with a run's unplanted false positives")
+    p.add_argument("report", type=Path)
+    p.add_argument("--output", type=Path, required=True, help="the new set (registered next to the current one)")
+    settings_args(p)
+
+    p = verbs.add_parser("tables", help="tables and figure from reports")
+    p.add_argument("reports", type=Path, nargs="+")
+    for fmt in ("md", "csv", "html", "png"):
+        p.add_argument(f"--{fmt}", type=Path, required=True)
+    return parser
+
+
+def _read_report(path: Path) -> dict:
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(path, "file", "a planting report") from None
+    except ValueError as exc:
+        raise InputError(path, "report", "JSON", str(exc)) from None
+    if report.get("suite") != "planting":
+        raise InputError(path, "suite", "planting", report.get("suite"))
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return _dispatch(args)
+    except NotConfirmed as exc:
+        print(f"refused: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
+    except UrdError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
+
+
+def _dispatch(args) -> int:
+    if args.verb == "tables":
+        reports = [(str(p), _read_report(p)) for p in args.reports]
+        render.write_tables(reports, args.md, args.csv, args.html)
+        render.write_figure(reports, args.png)
+        return EXIT_OK
+    s = settings_mod.load(getattr(args, "config", None), settings_json=getattr(args, "settings", None))
+    p = s.raw["planting"]
+    if args.verb == "world":
+        n = world.write_world(args.output, args.master_seed, world.Shape.from_settings(p), world.load_roster())
+        print(f"planting world: {n} events written to {args.output}")
+        return EXIT_OK
+    if args.verb == "harvest":
+        cal = judge.load_set(p["judge"]["calibration_set"], p["judge"]["registry"])
+        new = judge.harvest(_read_report(args.report), cal, args.output, p["judge"]["registry"])
+        print(f"calibration set v{new['version']}: {len(new['items'])} items written to {args.output} and registered "
+              f"in {p['judge']['registry']}; set agentmem.planting.judge.calibration_set to use it")
+        return EXIT_OK
+    routes = routes_for(args.model, s, dict(args.pin))
+    if args.verb == "estimate":
+        count = token_counter(s) if args.count_tokens else None
+        est = estimate_mod.planting(s, routes, master_seed=args.master_seed, count=count)
+        print(est.cents if args.cents else est.line())
+        return EXIT_OK
+    from . import suite
+
+    report = suite.run_suite(args.model, s, world_path=args.world, pins=dict(args.pin), yes=args.yes,
+                             log=lambda line: print(line, file=sys.stderr, flush=True))
+    atomic_write_json(args.output, report)
+    print(f"planting on {args.model}: {report['status']}" + (f" ({report['stop']['why']})" if report["stop"] else ""))
+    return EXIT_OK if report["status"] == "complete" else EXIT_STOPPED

@@ -1,0 +1,93 @@
+"""The planting tables (Markdown, CSV, HTML from one document) and figure, from reports alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..core.io import atomic_write_text, sha256_file
+from ..tables.render import Doc, csv_text
+from .world import PLANTS
+
+HEADER = ["model", "arm", "prompt tokens (median)", "wound", "promise", "identity", "unplanted hits", "net hits",
+          "net hits 95% CI", "net hits per 1K tokens", "citations w/p/i", "judged w/p/i", "fabricated citations",
+          "wound: not apologised - apologised"]
+
+
+def _ci(iv: dict) -> str:
+    return "n/a" if iv["low"] is None else f"{iv['low']:g} to {iv['high']:g}"
+
+
+def rows(report: dict) -> list[list]:
+    out = []
+    for n in report["numbers"]:
+        cf = n["counterfactual_wound"]
+        out.append([report["model"], n["arm"], n["prompt_tokens_median"], *(n["hits"][p] for p in PLANTS),
+                    sum(n["unplanted_hits"].values()), n["net_hits"], _ci(n["net_hits_interval"]),
+                    n["net_hits_per_1k_tokens"], "/".join(str(n["citations"][p]) for p in PLANTS),
+                    "/".join(str(n["judged_influence"][p]) for p in PLANTS), n["fabricated_citations"],
+                    f"{cf['difference']['point']:g} ({_ci(cf['difference'])})" if cf["difference"]["point"] is not None
+                    else "n/a"])
+    return out
+
+
+def document(reports: list[tuple[str, dict]]) -> Doc:
+    doc = Doc("Planting: context strategies judged by behaviour")
+    doc.para("Hits are out of the planted decisions of each arm (characters x seeds): a plant scores when the judge "
+             "ruled it shaped any of the decision's three intents. Net hits subtract the unplanted twin's hits (the "
+             "same world with the plants replaced by ordinary filler). Citations count decisions citing the plant's "
+             "ID, beside the judge's hits; fabricated citations are cited IDs the store does not hold.")
+    all_rows = [r for _, rep in reports for r in rows(rep)]
+    doc.table(HEADER, [[str(c) for c in r] for r in all_rows], "ll" + "r" * (len(HEADER) - 2))
+    for path, rep in reports:
+        doc.heading(f"{rep['model']}: {rep['status']}")
+        facts = [f"report {path} (SHA-256 {sha256_file(path)})",
+                 f"world {rep['world']['path']} (SHA-256 {rep['world']['sha256']}), "
+                 f"{len(rep['world']['characters'])} characters x {rep['world']['seeds']} seeds",
+                 f"judge calibration set v{rep['calibration_set']['version']} (SHA-256 {rep['calibration_set']['sha256']})"
+                 + (f": {rep['calibration']['correct']}/{rep['calibration']['items']} (required "
+                    f"{rep['calibration']['required']})" if rep["calibration"] else ""),
+                 f"prompt tokens: {rep['numbers'][0]['prompt_tokens_source']}" if rep["numbers"] else "no decisions",
+                 f"95% CI: {rep['interval_method']['method']}, {rep['interval_method']['resamples']} resamples",
+                 f"spent US${rep['meter']['spent_usd']:.2f} at list prices ({rep['meter']['calls']} calls)"]
+        if rep["stop"]:
+            facts.append(f"stopped at the {rep['stop']['at']}: {rep['stop']['why']}")
+        if rep.get("scripted_note"):
+            facts.append(rep["scripted_note"])
+        doc.bullets(facts)
+        credits = [f"{c['factor']} ({c['from']} -> {c['to']}): net hits {c['credit']['net_hits']:+d}; "
+                   + ", ".join(f"{p} {c['credit'][p]:+d}" for p in PLANTS) for c in rep["factor_credits"]]
+        credits += [f"not credited: {r['from']} -> {r['to']} differ in {', '.join(r['differ_in'])}"
+                    for r in rep["not_credited"]]
+        if credits:
+            doc.heading("Factor credits (arms that differ in exactly one feature)", 3)
+            doc.bullets(credits)
+    return doc
+
+
+def write_tables(reports: list[tuple[str, dict]], md: Path, csv: Path, html: Path) -> None:
+    doc = document(reports)
+    atomic_write_text(md, doc.markdown())
+    atomic_write_text(html, doc.html())
+    atomic_write_text(csv, csv_text(HEADER, [r for _, rep in reports for r in rows(rep)]))
+
+
+def write_figure(reports: list[tuple[str, dict]], png: Path, dpi: int = 120) -> None:
+    """Net hits per arm with their 95 % intervals, one panel per model."""
+    from ..tables.figures import COLORS, STYLE, plt, save_png
+
+    with plt.rc_context(STYLE):
+        fig, axes = plt.subplots(1, len(reports), figsize=(4.2 * len(reports), 3.2), squeeze=False)
+        for ax, (_, rep) in zip(axes[0], reports):
+            nums = rep["numbers"]
+            names = [n["arm"] for n in nums]
+            net = [n["net_hits"] for n in nums]
+            lo = [n["net_hits"] - (n["net_hits_interval"]["low"] or n["net_hits"]) for n in nums]
+            hi = [(n["net_hits_interval"]["high"] or n["net_hits"]) - n["net_hits"] for n in nums]
+            ax.bar(range(len(nums)), net, color=COLORS[: len(nums)], yerr=[lo, hi], capsize=3)
+            for i, n in enumerate(nums):
+                ax.text(i, 0, f"{n['net_hits_per_1k_tokens']}/1K", ha="center", va="bottom", fontsize=7)
+            ax.set_xticks(range(len(nums)), names)
+            ax.set_ylabel("net hits (95% CI)")
+            ax.set_title(f"{rep['model']} ({rep['status']})")
+        fig.tight_layout()
+        save_png(fig, png, dpi)

@@ -1,0 +1,192 @@
+"""One planting run on one model: calibrate the judge, run the unplanted twins, gate, then the
+planted worlds and the wound counterfactual; every decision judged intent by intent.
+
+Order (the write-up's section 6): the judge is calibrated first, and nothing is judged by a
+judge below the bar; the unplanted twins of every arm run next, and if any plant scores
+above the gate's bar in any arm the run stops before a planted world is shown to anyone.
+A live run needs confirmation, and stops at its ceiling with the report marked incomplete.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+from ..agentmem.replies import json_object
+from ..agentmem.runtime import build_llm, confirm_live, fresh_run_dir, routes_for
+from ..agentmem.settings import Settings
+from ..core.errors import InputError, UrdError
+from ..core.io import sha256_file
+from ..llm import SCRIPTED_MODEL, CeilingReached, LLMError, Meter
+from . import arms as arms_mod
+from . import judge as judge_mod
+from . import prompts, report
+from .scripted import PlantingResponder
+from .store import Store
+from .world import PLANTS, Shape, load_roster, read_world
+
+STOP_CALIBRATION, STOP_GATE, STOP_CEILING = "calibration", "baseline gate", "ceiling"
+
+
+class GateStopped(UrdError):
+    """An unplanted twin scored a plant above the bar: the plant or the judge needs fixing."""
+
+
+def _parse_intents(reply: str) -> list[dict] | None:
+    data = json_object(reply)
+    items = data.get("intents") if data else None
+    if not isinstance(items, list) or not 1 <= len(items) <= 3:
+        return None
+    out = []
+    for it in items:
+        if not isinstance(it, dict) or not isinstance(it.get("intent"), str):
+            return None
+        cites = it.get("cites") or []
+        if not isinstance(cites, list) or not all(isinstance(c, str) for c in cites):
+            return None
+        out.append({"intent": it["intent"], "cites": cites})
+    return out
+
+
+class Run:
+    def __init__(self, settings: Settings, model: str, *, world_path: Path, pins=None, yes=False, roster=None,
+                 responder=None, record=None, log: Callable[[str], None] = print, run_dir: Path | None = None,
+                 http_client=None):
+        self.s, self.p = settings, settings.raw["planting"]
+        self.model, self.log = model, log
+        self.routes = routes_for(model, settings, pins)
+        confirm_live(self.routes, settings, yes)
+        self.roster = roster or load_roster()
+        self.shape = Shape.from_settings(self.p)
+        self.arms = arms_mod.arms_from(self.p)
+        self.layout = arms_mod.Layout.from_settings(self.p, self.shape.terms)
+        self.world_path = Path(world_path)
+        self.world = read_world(self.world_path)
+        self.meter = Meter()
+        live_ceiling = None if all(m == SCRIPTED_MODEL for m in self.routes.by_purpose.values()) else \
+            float(settings.raw["spend"]["max_usd_planting"])
+        self.llm = build_llm(settings, self.routes, self.meter, responder=responder or PlantingResponder(self.roster),
+                             ceiling_usd=live_ceiling, record=record, http_client=http_client)
+        self.ceiling = live_ceiling
+        self.run_dir = fresh_run_dir(run_dir or settings.work_dir / "planting" / model)
+        self.store = Store(self.run_dir / "store.sqlite")
+        self.summaries: dict[tuple[str, str], str] = {}
+        self.decisions: list[dict] = []
+        self.max_tokens = settings.max_tokens
+
+    # --- the store ------------------------------------------------------------------------------
+    def fill_store(self) -> None:
+        """Write every world into the store, term by term, as a playthrough would."""
+        chars = [c["id"] for c in self.roster["characters"]]
+        for (seed, variant, cid), events in sorted(self.world.items()):
+            if cid not in chars:
+                raise InputError(self.world_path, "character", f"one of the roster's {chars}", cid)
+            for term in range(1, self.shape.terms + 1):
+                self.store.write_term(_world(seed, variant), cid, term, [e for e in events if e.term == term])
+        expected = self.shape.seeds * 3 * len(chars)
+        if len(self.world) != expected:
+            raise InputError(self.world_path, "worlds", f"{expected} (seeds x variants x characters)",
+                                       len(self.world))
+
+    # --- one decision ---------------------------------------------------------------------------
+    def _summarize(self, world: str, cid: str):
+        def summarize(lines: str, first: int, last: int) -> str:
+            key = (world, cid)
+            if key not in self.summaries:
+                req = prompts.summarize(lines, first=first, last=last, words=self.layout.summary_words,
+                                        max_tokens=self.max_tokens["summarize"])
+                self.summaries[key] = self.llm.ask(req).strip()
+            return self.summaries[key]
+        return summarize
+
+    def decide(self, variant: str, arm, c: dict, seed: int) -> dict:
+        world = _world(seed, variant)
+        events = self.world[(seed, variant, c["id"])]
+        plant_ids = {e.plant: e.id for e in events if e.plant in PLANTS}
+        secs = arms_mod.sections(arm, self.store, world, c["id"], decision_term=self.shape.decision_term,
+                                 layout=self.layout, summarize=self._summarize(world, c["id"]))
+        req = prompts.decide(c["profile"], secs, term=self.shape.decision_term, max_tokens=self.max_tokens["decide"],
+                             replica=f"seed-{seed}")
+        before = len(self.meter.records)
+        reply = self.llm.ask(req)
+        usage = self.meter.records[-1].usage if len(self.meter.records) > before else None
+        measured = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens if usage else 0
+        tokens = measured or math.ceil(req.size_bytes() / float(self.s.raw["estimate"]["bytes_per_token"]))
+        intents = _parse_intents(reply)
+        d = {"variant": variant, "arm": arm.name, "character": c["id"], "seed": seed, "prompt_tokens": tokens,
+             "tokens_measured": bool(measured), "parsed": intents is not None, "intents": intents or [],
+             "plant_ids": plant_ids, "plant_events": {p: c["plants"][p]["text"] for p in PLANTS}}
+        cited = sorted({x for it in d["intents"] for x in it["cites"]})
+        d["fabricated"] = [x for x in cited if not self.store.has_id(world, c["id"], x)]
+        d["judged"] = {}
+        for plant in PLANTS:
+            rulings = judge_mod.judge(self.llm, c["plants"][plant]["text"], [it["intent"] for it in d["intents"]],
+                                      max_tokens=self.max_tokens["judge"])
+            d["judged"][plant] = None if rulings is None else [{"shaped": r.shaped, "specific": r.specific} for r in rulings]
+        return d
+
+    def variant(self, variant: str) -> None:
+        n = 0
+        total = len(self.arms) * len(self.roster["characters"]) * self.shape.seeds
+        for arm in self.arms:
+            for c in self.roster["characters"]:
+                for seed in range(1, self.shape.seeds + 1):
+                    self.decisions.append(self.decide(variant, arm, c, seed))
+                    n += 1
+                    if n % 18 == 0 or n == total:
+                        self.log(f"[planting {self.model}] {variant}: {n}/{total} decisions, spent "
+                                 f"US${self.meter.spent_usd:.2f}")
+
+    def gate(self) -> dict:
+        bar = int(self.p["gate"]["max_unplanted_hits"])
+        worst = None
+        for arm in self.arms:
+            for c in self.roster["characters"]:
+                for plant in PLANTS:
+                    hits = sum(report.hit(d, plant) for d in self.decisions
+                               if d["variant"] == "unplanted" and d["arm"] == arm.name and d["character"] == c["id"])
+                    if worst is None or hits > worst["hits"]:
+                        worst = {"arm": arm.name, "character": c["id"], "plant": plant, "hits": hits,
+                                 "event": c["plants"][plant]["text"]}
+                    if hits > bar:
+                        raise GateStopped(
+                            f"baseline gate: the {plant} planted for {c['id']} ({c['name']}), \"{c['plants'][plant]['text']}\", "
+                            f"scored {hits}/{self.shape.seeds} in the unplanted twin of arm {arm.name} (bar: at most "
+                            f"{bar}/{self.shape.seeds}); fix the plant or the judge. No planted world was run.")
+        return {"max_unplanted_hits": bar, "worst": worst, "passed": True}
+
+
+def _world(seed: int, variant: str) -> str:
+    return f"seed-{seed}/{variant}"
+
+
+def run_suite(model: str, settings: Settings, *, world_path: Path, pins=None, yes=False, roster=None,
+              responder=None, record=None, log=print, run_dir: Path | None = None, http_client=None) -> dict:
+    """The report (urd.planting.report) of one run; `status` says whether it completed.
+    `responder`: the scripted arm's (default: the roster's tables, urd.planting.scripted)."""
+    run = Run(settings, model, world_path=world_path, pins=pins, yes=yes, roster=roster, responder=responder,
+              record=record, log=log, run_dir=run_dir, http_client=http_client)
+    p = run.p
+    cal = judge_mod.load_set(p["judge"]["calibration_set"], p["judge"]["registry"])
+    state = {"status": "complete", "stop": None, "calibration": None, "gate": None}
+    try:
+        state["calibration"] = judge_mod.calibrate(
+            run.llm, cal, max_tokens=run.max_tokens["judge"],
+            min_correct=math.ceil(float(p["judge"]["min_correct_share"]) * len(cal["items"]) - 1e-9))
+        run.fill_store()
+        run.variant("unplanted")
+        state["gate"] = run.gate()
+        run.variant("planted")
+        run.variant("apologised")
+    except judge_mod.CalibrationFailed as exc:
+        state.update(status="stopped", stop={"at": STOP_CALIBRATION, "why": str(exc)}, calibration=exc.result)
+    except GateStopped as exc:
+        state.update(status="stopped", stop={"at": STOP_GATE, "why": str(exc)})
+    except CeilingReached as exc:
+        state.update(status="incomplete", stop={"at": STOP_CEILING, "why": str(exc)})
+    except LLMError as exc:
+        state.update(status="incomplete", stop={"at": "call failed", "why": str(exc)})
+    finally:
+        run.store.close()
+    return report.build(run, state, world_sha256=sha256_file(run.world_path), calibration=cal)

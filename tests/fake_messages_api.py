@@ -1,0 +1,78 @@
+"""A fake Messages API for the live path, offline: an httpx2 mock transport that answers
+/v1/messages (and Message Batches) from a scripted responder, with token usage (a quarter
+token a byte), so the real anthropic SDK runs end to end without the network."""
+
+import json
+
+import httpx2
+
+from urd.llm import Request
+
+
+class FakeMessagesAPI:
+    """Answers /v1/messages from the scripted table; usage is a quarter-token per byte."""
+
+    def __init__(self, responder=None, *, answered_model=None, fail_first=()):
+        if responder is None:
+            from urd.agentmem.scripted import ScriptedResponder, ScriptedTable
+
+            responder = ScriptedResponder(ScriptedTable.load())
+        self.responder = responder
+        self.answered_model = answered_model
+        self.fail_first = list(fail_first)
+        self.requests = []
+        self.batches = {}
+
+    def __call__(self, request):
+        self.requests.append(request)
+        if self.fail_first:
+            return httpx2.Response(self.fail_first.pop(0), headers={"retry-after-ms": "1"}, json={"type": "error", "error": {"type": "overloaded_error", "message": "busy"}})
+        if request.url.path.startswith("/v1/messages/batches"):
+            return self._batch(request)
+        return self._message(json.loads(request.content))
+
+    def _batch(self, request):
+        """Message Batches: create (in progress), retrieve (ended), results (JSONL)."""
+        path = request.url.path
+        if request.method == "POST":
+            body = json.loads(request.content)
+            batch_id = f"msgbatch_{len(self.batches) + 1}"
+            self.batches[batch_id] = [(r["custom_id"], self._message(r["params"])) for r in body["requests"]]
+            return httpx2.Response(200, json=self._batch_object(batch_id, "in_progress"))
+        batch_id = path.split("/")[4]
+        if path.endswith("/results"):
+            lines = [json.dumps({"custom_id": cid, "result": {"type": "succeeded", "message": json.loads(r.content)}})
+                     if r.status_code == 200 else json.dumps({"custom_id": cid, "result": {"type": "errored", "error": json.loads(r.content)}})
+                     for cid, r in self.batches[batch_id]]
+            return httpx2.Response(200, content="\n".join(lines).encode(), headers={"content-type": "application/binary"})
+        return httpx2.Response(200, json=self._batch_object(batch_id, "ended"))
+
+    def _batch_object(self, batch_id, status):
+        n = len(self.batches[batch_id])
+        return {"id": batch_id, "type": "message_batch", "processing_status": status,
+                "created_at": "2026-12-01T00:00:00Z", "expires_at": "2026-12-02T00:00:00Z",
+                "ended_at": "2026-12-01T00:01:00Z" if status == "ended" else None,
+                "archived_at": None, "cancel_initiated_at": None,
+                "request_counts": {"processing": 0 if status == "ended" else n, "succeeded": n if status == "ended" else 0,
+                                   "errored": 0, "canceled": 0, "expired": 0},
+                "results_url": f"https://api.anthropic.com/v1/messages/batches/{batch_id}/results" if status == "ended" else None}
+
+    def _message(self, body):
+        system = "".join(block["text"] for block in body["system"])
+        user = body["messages"][0]["content"]
+        answer = self.responder(Request("update", system, user, body["max_tokens"]))
+        if isinstance(answer, tuple):
+            return httpx2.Response(400, json={"type": "error", "error": {"type": "invalid_request_error", "message": answer[1]}})
+        model = self.answered_model(user) if self.answered_model else body["model"]
+        return httpx2.Response(
+            200,
+            json={
+                "id": f"msg_{len(self.requests)}", "type": "message", "role": "assistant", "model": model,
+                "content": [{"type": "text", "text": answer}], "stop_reason": "end_turn", "stop_sequence": None,
+                "usage": {"input_tokens": len(user) // 4, "output_tokens": len(answer) // 4 + 1,
+                          "cache_creation_input_tokens": len(system) // 4, "cache_read_input_tokens": 0},
+            },
+        )
+
+    def client(self):
+        return httpx2.Client(transport=httpx2.MockTransport(self))
