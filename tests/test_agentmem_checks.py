@@ -156,12 +156,32 @@ def test_a_version_refuses_what_it_does_not_define():
     with pytest.raises(NotRescorable, match="valid_until"):
         evaluate([{"content": "x", "status": "ACTIVE", "sources": [], "restatement": False}], [], trip_alone=True, case="reader")
     with pytest.raises(NotRescorable, match="does not exist"):
-        evaluate([], [], trip_alone=True, case="reader", version=3)
+        evaluate([], [], trip_alone=True, case="reader", version=4)
 
 
 def test_shipped_versions_are_never_edited():
     pinned = json.loads((REPO / "calibration/agentmem/checks.json").read_text())
-    assert pinned["current"] == 2
+    assert pinned["current"] == 3
     for version, entry in pinned["versions"].items():
         digest = hashlib.sha256((REPO / entry["file"]).read_bytes()).hexdigest()
         assert digest == entry["sha256"], f"checks version {version} was edited: add a new version instead"
+
+
+def test_version_3_scores_a_mid_trip_store_saved_without_end_dates_as_version_2_would():
+    """The mid-trip case never counts an end date: version 2 refuses a store without the field,
+    version 3 scores it, and on every store both can read the two agree."""
+    rows, events = good_midtrip_move()
+    week = claim("c30", "The user is in Mumbai for a week for work.", TRIP)
+    for extra, passes in (([], True), ([week], False)):
+        bare = [{k: v for k, v in r.items() if k != "valid_until"} for r in [*rows, *extra]]
+        with pytest.raises(NotRescorable, match="valid_until"):
+            move(bare, events, version=2)
+        assert move(bare, events, version=3)["pass"] is passes
+        assert move([*rows, *extra], events, version=3) == move([*rows, *extra], events, version=2)
+    # the reader's case counts an end date, so version 3 still needs the field there
+    with pytest.raises(NotRescorable, match="valid_until"):
+        evaluate([{"content": "x", "status": "ACTIVE", "sources": [], "restatement": False}], [], trip_alone=True,
+                 case="reader", version=3)
+    lapsed = claim("c31", "The user is in Mumbai for a week.", "reader-01.md", valid_until="2026-09-08")
+    reader_rows = [claim("c1", "The user lives in Mumbai.", "reader-02-moved.md"), lapsed]
+    assert move(reader_rows, case="reader", version=3) == move(reader_rows, case="reader", version=2)

@@ -23,13 +23,13 @@ def settings_json(tmp_path, **changes):
     return json.dumps(raw)
 
 
-def test_run_then_rescore_under_both_checks_versions(tmp_path, capsys):
+def test_run_then_rescore_under_every_checks_version(tmp_path, capsys):
     out = tmp_path / "results" / "report.json"
     code = main(["trip-vs-move", "run", "--case", "mid-trip", "--model", "scripted", "--settings", settings_json(tmp_path), "--require-bar", "--output", str(out)])
     assert code == 0
     report = json.loads(out.read_text())
     assert report["verdict"]["bar_met"] is True
-    for version in ("1", "2"):
+    for version in ("1", "2", "3"):
         target = tmp_path / f"rescored-v{version}.json"
         assert main(["trip-vs-move", "rescore", str(out), "--checks-version", version, "--output", str(target)]) == 0
         assert json.loads(target.read_text())["checks_version"] == int(version)

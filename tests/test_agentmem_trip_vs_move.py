@@ -93,7 +93,7 @@ def test_reports_carry_notes_purposes_checks_claims_events_and_usage(reports):
         (name, registry[name]["sha256"]) for name in ("reader-01.md", "reader-02-moved.md")
     ]
     assert set(report["purposes"].values()) == {"scripted"} and not report["mixed"]
-    assert report["checks_version"] == 2 and report["gate"] == "production" and report["clock"]["mode"] == "fixed"
+    assert report["checks_version"] == 3 and report["gate"] == "production" and report["clock"]["mode"] == "fixed"
     assert report["arm"] == "scripted" and report["remarks"]
     run = report["runs"][0]
     assert {"checks", "claims", "events", "usage", "notes_read"} <= set(run)
@@ -139,7 +139,7 @@ def test_rescore_reproduces_the_report_and_spends_nothing(reports, tmp_path):
     for key, report in reports.items():
         again = trip_vs_move.rescore(report, report["checks_version"])
         assert again["runs"] == report["runs"] and again["verdict"] == report["verdict"], key
-        assert again["rescored"] == {"from_checks_version": 2, "calls": 0}
+        assert again["rescored"] == {"from_checks_version": 3, "calls": 0}
     v1 = trip_vs_move.rescore(reports[("mid-trip", "production")], 1)
     assert v1["checks_version"] == 1 and v1["verdict"]["bar_met"] is True
     assert "residence_claims" in next(r for r in v1["runs"] if r["variant"] == "trip-alone")["checks"]

@@ -279,6 +279,13 @@ def test_a_live_run_goes_through_the_sdk_measures_tokens_and_replays_for_nothing
     assert 0.5 <= est.usd / r["meter"]["spent_usd"] <= 2.0
     again = suite.run_suite(MODEL, s, world_path=one, yes=True, http_client=FakeMessagesAPI().client(), **QUIET)
     assert again["meter"]["spent_usd"] == 0 and again["numbers"] == r["numbers"]
+    # re-judging the stored run with another judge pays for the judge's calls only
+    other = FakeMessagesAPI(PlantingResponder(world.load_roster()))
+    rejudged = suite.run_suite(MODEL, s, world_path=one, yes=True, pins={"judge": "claude-sonnet-4-6"},
+                               http_client=other.client(), **QUIET)
+    paid = {row["purpose"] for row in rejudged["meter"]["by_purpose"] if not row["replayed"]}
+    assert paid == {"judge"} and rejudged["routes"]["judge"] == "claude-sonnet-4-6" and rejudged["leaks"] == []
+    assert [d["intents"] for d in rejudged["decisions"]] == [d["intents"] for d in r["decisions"]]
 
 
 def test_the_ceiling_stops_a_live_run_and_the_report_says_incomplete(world_file, tmp_path, key):

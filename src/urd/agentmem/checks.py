@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ..core.errors import UrdError
-from . import checks_v1, checks_v2
+from . import checks_v1, checks_v2, checks_v3
 from .cases import case as case_named
 
-CURRENT = 2
-VERSIONS = {1: checks_v1, 2: checks_v2}
+CURRENT = 3
+VERSIONS = {1: checks_v1, 2: checks_v2, 3: checks_v3}
 
 
 class NotRescorable(UrdError):
@@ -29,8 +29,10 @@ def evaluate(
         raise NotRescorable(f"checks version {version} does not exist; shipped: {sorted(VERSIONS)}")
     if case not in module.CASES:
         raise NotRescorable(f"checks version {version} does not define the {case} case")
+    the_case = case_named(case)
+    needs = module.fields(the_case) if hasattr(module, "fields") else module.FIELDS  # v1, v2: the same for every case
     for row in rows:
-        lacking = module.FIELDS - set(row)
+        lacking = needs - set(row)
         if lacking:
             raise NotRescorable(f"checks version {version} reads {sorted(lacking)}, which this run did not save")
-    return module.evaluate(rows, events, trip_alone=trip_alone, case=case_named(case))
+    return module.evaluate(rows, events, trip_alone=trip_alone, case=the_case)
