@@ -10,6 +10,7 @@ import anthropic
 import httpx
 import httpx2
 import pytest
+from conftest import REPO
 
 from urd.llm import CallFailed, KeyMissing, Request
 from urd.llm.anthropic_backend import AnthropicBackend
@@ -145,6 +146,33 @@ def test_a_reply_cut_twice_fails_the_call_naming_the_budget(monkeypatch, tmp_pat
     assert seen == [64, 100] and dict(meter.truncated) == {"update": 2} and dict(meter.failed) == {"update": 1}
 
 
+def test_the_configured_retry_policy_re_asks_an_extraction_and_never_a_probe(monkeypatch, tmp_path):
+    """config/agentmem.yaml: an extraction cut at its budget is asked again at twice it; a
+    two-line probe cut at 1,024 tokens is off its protocol and is not asked again."""
+    from urd.agentmem import purposes as P
+    from urd.agentmem import settings as settings_mod
+    from urd.agentmem.runtime import build_llm, routes_for
+    from urd.llm import Meter, Truncated
+
+    seen = []
+
+    def handler(request):
+        body = json.loads(request.content)
+        seen.append(body["max_tokens"])
+        return _cut(body)
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    s = settings_mod.with_overrides(settings_mod.load(REPO / "config/agentmem.yaml"), {"work_dir": str(tmp_path)})
+    llm = build_llm(s, routes_for("claude-sonnet-5-5", s), Meter(), http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+    with pytest.raises(Truncated, match="max_tokens=8192"):
+        llm.ask(Request(P.EXTRACT, "s", "u", s.max_tokens[P.EXTRACT]))
+    assert seen == [4096, 8192]
+    seen.clear()
+    with pytest.raises(Truncated, match="max_tokens=1024"):
+        llm.ask(Request(P.CONTRADICTION, "s", "u", s.max_tokens[P.CONTRADICTION]))
+    assert seen == [1024] and llm.meter.truncated[P.CONTRADICTION] == 1
+
+
 def test_the_ceiling_is_checked_before_every_call_so_the_spend_never_passes_it(monkeypatch, tmp_path):
     import random
 
@@ -190,8 +218,6 @@ def test_a_reply_cut_by_the_context_window_is_truncated_and_a_refusal_is_never_a
 
 
 def test_the_estimate_counts_input_tokens_with_the_api_when_asked(monkeypatch):
-    from conftest import REPO
-
     from urd.agentmem import settings as settings_mod
     from urd.agentmem.cli import token_counter
     from urd.agentmem.runtime import routes_for

@@ -62,7 +62,8 @@ def build_llm(
         ),
     )
     cache = ReplayCache(settings.work_dir / "llm-cache") if llm_cfg["replay_cache"] else None
-    return LLM(routes=routes, backends=backends, prices=settings.prices, meter=meter, cache=cache, ceiling_usd=ceiling_usd)
+    return LLM(routes=routes, backends=backends, prices=settings.prices, meter=meter, cache=cache, ceiling_usd=ceiling_usd,
+               max_retry_tokens=llm_cfg.get("max_retry_tokens"))
 
 
 def fresh_run_dir(path: Path) -> Path:
