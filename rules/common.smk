@@ -10,6 +10,7 @@ T1_DATA = f"data/{PROFILE}/t1.jsonl"
 T2_DATA = "data/t2.jsonl"
 DATA = {"t1": T1_DATA, "t2": T2_DATA}
 MANIFEST = "calibration/manifest.sha256"
+PLANTING_MANIFEST = "calibration/planting/manifest.sha256"  # the planting suite's world
 # What each side of the session boundary may read (urd.data.views), pinned like the data.
 SESSION_A = {t: str(W.view_path(p, "session_a")) for t, p in DATA.items()}
 SESSION_B = {t: str(W.view_path(p, "session_b")) for t, p in DATA.items()}
@@ -21,7 +22,9 @@ def verified(path):
 
 
 def manifest_for(wildcards):
-    return BACKBONE_MANIFEST if wildcards.path.startswith("models/") else MANIFEST
+    if wildcards.path.startswith("models/"):
+        return BACKBONE_MANIFEST
+    return PLANTING_MANIFEST if wildcards.path.startswith("data/planting/") else MANIFEST
 
 
 # --- backbones -----------------------------------------------------------------------------

@@ -71,10 +71,14 @@ rule planting_tables:
     input:
         reports=expand("results/planting/{model}/report.json", model=PLANTING["publish"]),
     output:
-        md=W.agentmem.PLANTING_TABLES["md"],
-        csv=W.agentmem.PLANTING_TABLES["csv"],
-        html=W.agentmem.PLANTING_TABLES["html"],
-        png=W.agentmem.PLANTING_TABLES["png"],
+        md=report(
+            W.agentmem.PLANTING_TABLES["md"], category="Planting", subcategory="table (Markdown)"
+        ),
+        csv=report(
+            W.agentmem.PLANTING_TABLES["csv"], category="Planting", subcategory="table (CSV)"
+        ),
+        html=report(W.agentmem.PLANTING_TABLES["html"], category="Planting", subcategory="table"),
+        png=report(W.agentmem.PLANTING_TABLES["png"], category="Planting", subcategory="figure"),
     log:
         "logs/planting/tables.log",
     conda:

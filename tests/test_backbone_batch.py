@@ -6,6 +6,7 @@ import os
 import pytest
 import torch
 
+from urd.backbone import batch
 from urd.backbone.adapter import END, MAX_NEW_TOKENS, STOP, Backbone
 from urd.backbone.batch import forward_batch, generate_batch, stack_state
 from urd.backbone.tiny import write_tiny_checkpoint
@@ -116,6 +117,29 @@ def test_first_step_matches_forward_one_row_by_row(bb):
     assert all(torch.equal(a, b) for a, b in zip(new, new2))
     none, _ = forward_batch(bb.model, torch.tensor(tokens), batched, torch.tensor([], dtype=torch.long))
     assert none is None
+
+
+def test_the_sequence_pass_prefill_matches_the_packages_prefill(bb, episodes, monkeypatch):
+    """A whole transcript, in chunks smaller than it, from the zero state and from another state:
+    the same last logits and state as Backbone.prefill (to rounding), the same greedy token, the
+    same tokens metered, and the caller's state untouched."""
+    monkeypatch.setattr(batch, "PREFILL_CHUNK", 97)
+    tokens = bb.tokenizer.encode(episodes[("t1", 0)]["transcript"])
+    assert len(tokens) > 3 * 97
+    _, start = bb.prefill(bb.tokenizer.encode("Earlier: note the clamp.\n"))
+    before = state_bytes(bb, start)
+    for state in (None, start):
+        want_logits, want_state = bb.prefill(tokens, state)
+        n0 = bb.tokens_processed
+        logits, st = batch.prefill(bb, tokens, state)
+        assert bb.tokens_processed - n0 == len(tokens)
+        torch.testing.assert_close(logits, want_logits, rtol=1e-4, atol=1e-4)
+        assert int(logits.argmax()) == int(want_logits.argmax())
+        for got, ref in zip(st, want_state):
+            torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-5)
+    assert state_bytes(bb, start) == before
+    one_logits, _ = batch.prefill(bb, tokens[:1])
+    torch.testing.assert_close(one_logits, bb.prefill(tokens[:1])[0], rtol=1e-5, atol=1e-5)
 
 
 def test_callers_state_is_not_mutated(bb):

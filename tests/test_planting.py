@@ -50,7 +50,7 @@ def scripted_report(world_file, tmp_path_factory):
 # --- the world ---------------------------------------------------------------------------------
 
 def test_the_world_is_the_manifests_bytes_and_twins_differ_only_at_the_plants(world_file, tmp_path):
-    pinned = read_manifest(REPO / "calibration/manifest.sha256")["data/planting/world.jsonl"]
+    pinned = read_manifest(REPO / "calibration/planting/manifest.sha256")["data/planting/world.jsonl"]
     assert sha256_file(world_file) == pinned
     again = tmp_path / "again.jsonl"
     world.write_world(again, MASTER_SEED, world.Shape(), world.load_roster())

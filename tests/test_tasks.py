@@ -45,8 +45,7 @@ def test_the_regenerated_data_matches_the_committed_manifest(config, tmp_path, r
             name = str(out.relative_to(tmp_path))
             assert sha256_file(out) == pinned[name], f"{name} no longer regenerates byte-for-byte"
             written.append(name)
-    # the full data and both views of each task (the planting world is checked in test_planting)
-    assert sorted(written) == sorted(n for n in pinned if not n.startswith("data/planting/"))
+    assert sorted(written) == sorted(pinned)  # the full data and both views of each task
 
 
 def test_one_episode_alone_equals_its_line_in_the_full_file(config, tmp_path):

@@ -22,6 +22,14 @@ from .contract import BudgetViolation
 _RAW = ("model", "_forward", "backbone")
 
 
+def _prefill(backbone, tokens):
+    # what the prefill job computes (urd.harness.prefill), so a transcript reads the same with
+    # or without its file
+    from ..backbone.batch import prefill
+
+    return prefill(backbone, tokens)
+
+
 class _Private:
     """The handle's own state, out of the way of attribute access on the handle."""
 
@@ -84,7 +92,7 @@ class ModelHandle:
         for key, entry in self.__p.cache.items():
             if len(key) <= len(tokens) and tuple(tokens[: len(key)]) == key:
                 if entry is None:
-                    entry = self.__p.cache[key] = self.__metered(lambda key=key: self.__bb.prefill(list(key)))
+                    entry = self.__p.cache[key] = self.__metered(lambda key=key: _prefill(self.__bb, list(key)))
                     return len(key), *entry, 0
                 return len(key), *entry, len(key)
         return 0, None, None, 0

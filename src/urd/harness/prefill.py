@@ -25,10 +25,12 @@ def _sha(text: str) -> str:
 
 def compute(backbone, sessions: list[dict], bin_path, index_path, progress=None) -> dict:
     """Prefill every session-A transcript and write the two files."""
+    from ..backbone.batch import prefill
+
     blobs, entries, at = [], [], 0
     for ep in sessions:
         tokens = backbone.tokenizer.encode(ep["transcript"])
-        logits, state = backbone.prefill(tokens)
+        logits, state = prefill(backbone, tokens)
         blob = backbone.state_to_bytes(state) + logits.detach().cpu().numpy().astype("<f4").tobytes()
         entries.append({"episode": ep["episode"], "transcript_sha256": _sha(ep["transcript"]),
                         "tokens": len(tokens), "offset": at, "state_bytes": backbone.layout.n_bytes,
