@@ -142,6 +142,20 @@ def test_the_sequence_pass_prefill_matches_the_packages_prefill(bb, episodes, mo
     torch.testing.assert_close(one_logits, bb.prefill(tokens[:1])[0], rtol=1e-5, atol=1e-5)
 
 
+def test_padding_in_a_ragged_sequence_pass_leaves_each_rows_state_at_its_last_token(bb):
+    """Rows of 9, 3, 1 and 0 tokens in one [4, 9] pass: each row's state is the state of its own
+    tokens passed alone (the padding decays nothing and adds nothing)."""
+    rows = [bb.tokenizer.encode("Record: the code for jijip is ZX")[:9], [11, 12, 13], [40], []]
+    _, start = bb.prefill(bb.tokenizer.encode("context\n"))
+    lengths = torch.tensor([len(r) for r in rows])
+    padded = torch.tensor([r + [0] * (9 - len(r)) for r in rows])
+    got = batch.forward_seq_batch(bb.model, padded, stack_state(start, 4), lengths)
+    for b, r in enumerate(rows):
+        want = batch.advance(bb, r, start) if r else start
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g[b], w, rtol=1e-4, atol=1e-5)  # other GEMM shapes round apart
+
+
 def test_callers_state_is_not_mutated(bb):
     _, st = bb.prefill(bb.tokenizer.encode("context: key k1 -> AB12\n"))
     ids, before = [id(t) for t in st], state_bytes(bb, st)

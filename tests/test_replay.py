@@ -84,10 +84,10 @@ def test_topk_fiche_of_a_01b_tuned_state():
 
 
 def test_tuning_resources_are_integer_estimates(urd_config):
-    # 0.1b replay_banc: 393,216 tokens at 250 tokens/s + 60 s load = 1632.9 s -> 1,633 GPU
-    # seconds; the run-time limit in minutes: 2 x 28 + 10
+    # 0.1b replay_banc: 393,216 tokens at 2,000 tokens/s + 60 s load = 256.6 s -> 257 GPU
+    # seconds; the run-time limit in minutes: 2 x 5 + 10
     res = tune_resources(urd_config, "0.1b", 393216)
-    assert res == {"gpu": 1, "gpu_seconds": 1633, "runtime": 66, "mem_mb": 8000}
+    assert res == {"gpu": 1, "gpu_seconds": 257, "runtime": 20, "mem_mb": 8000}
     with pytest.raises(InputError, match=r"train_speed.nosuch"):
         tune_resources(urd_config, "nosuch", 1)
 

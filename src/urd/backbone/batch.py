@@ -93,11 +93,13 @@ def _tmix(inplace: bool, layer_id: int, H: int, N: int, x, x_prev, v_first, stat
     return (xx * g) @ O_, x, state, v_first
 
 
-def _tmix_seq(layer_id: int, H: int, N: int, x, x_prev, v_first, state, x_r, x_w, x_k, x_v, x_a,
+def _tmix_seq(lengths, layer_id: int, H: int, N: int, x, x_prev, v_first, state, x_r, x_w, x_k, x_v, x_a,
               x_g, w0, w1, w2, a0, a1, a2, v0, v1, v2, g1, g2, k_k, k_a, r_k, R_, K_, V_, O_, ln_w, ln_b):
     """RWKV_x070_TMix_seq over rows: x, v_first [B, T, C]; x_prev [B, C]; state [B, H, N, N] fp32
     (updated in place). Every projection runs once over all B x T tokens; only the WKV recurrence
-    steps through time, by the same rank-1 update as `_tmix`."""
+    steps through time, by the same rank-1 update as `_tmix`. `lengths` ([B], or None: all T):
+    row b's tokens are its first lengths[b]; past them its state does not move (decay 1, no
+    update: exactly the state at its last token) and its token shift is that token's."""
     B, T, C = x.shape
     r, w, k, v, a, g, kk, v_first = _tmix_inputs(
         layer_id, H, N, x, torch.cat((x_prev.unsqueeze(1), x[:, :-1]), dim=1) - x, v_first, x_r, x_w, x_k, x_v,
@@ -107,6 +109,9 @@ def _tmix_seq(layer_id: int, H: int, N: int, x, x_prev, v_first, state, x_r, x_w
     b = (kk * a).float().view(B, T, H, N)
     nkk = -kk.float().view(B, T, H, N)
     rf, kf, vf = r.float().view(B, T, H, N), k.float().view(B, T, H, N), v.float().view(B, T, H, N)
+    if lengths is not None:  # padding: S * 1 + sa * 0 + v * 0 leaves S exactly as it was
+        pad = (torch.arange(T, device=x.device)[None, :] >= lengths[:, None])[:, :, None, None]
+        w, b, kf = w.masked_fill(pad, 1.0), b.masked_fill(pad, 0.0), kf.masked_fill(pad, 0.0)
     ys = []
     for t in range(T):
         prod = state @ torch.stack((nkk[:, t], w[:, t] * rf[:, t]), dim=-1)  # [B, H, N, 2]
@@ -120,7 +125,15 @@ def _tmix_seq(layer_id: int, H: int, N: int, x, x_prev, v_first, state, x_r, x_w
 
     xx = F.group_norm(y.reshape(B * T, C), num_groups=H, weight=ln_w, bias=ln_b, eps=64e-5).view(B, T, C)
     xx = xx + ((r * k * r_k).view(B, T, H, N).sum(dim=-1, keepdim=True) * v.view(B, T, H, N)).view(B, T, C)
-    return (xx * g) @ O_, x[:, -1], state, v_first
+    return (xx * g) @ O_, _last(x, x_prev, lengths), state, v_first
+
+
+def _last(x, x_prev, lengths):
+    """Each row's last token of x [B, T, C] (x_prev [B, C] for a row with none)."""
+    if lengths is None:
+        return x[:, -1]
+    rows = torch.arange(x.shape[0], device=x.device)
+    return torch.where((lengths > 0)[:, None], x[rows, (lengths - 1).clamp(min=0)], x_prev)
 
 
 def _cmix(x, x_prev, x_k, K_, V_):
@@ -170,20 +183,22 @@ def _head(model, x):
     return (head_t @ x.t()).t()
 
 
-def _cmix_seq(x, x_prev, x_k, K_, V_):
-    """RWKV_x070_CMix_seq over rows: x [B, T, C], x_prev [B, C]."""
+def _cmix_seq(lengths, x, x_prev, x_k, K_, V_):
+    """RWKV_x070_CMix_seq over rows: x [B, T, C], x_prev [B, C]; `lengths` as in `_tmix_seq`."""
     xx = torch.cat((x_prev.unsqueeze(1), x[:, :-1]), dim=1) - x
     k = x + xx * x_k
     k = torch.relu_(k @ K_).square_()
-    return k @ V_, x[:, -1]
+    return k @ V_, _last(x, x_prev, lengths)
 
 
 @torch.no_grad()
-def forward_seq_batch(model, tokens: torch.Tensor, state: list) -> list:
+def forward_seq_batch(model, tokens: torch.Tensor, state: list, lengths: torch.Tensor | None = None) -> list:
     """T tokens for each of B rows ([B, T] int64), each from its own batched state, no logits:
-    the prompt tokens that precede every row's last one. The caller owns `state`: its WKV
-    matrices are updated in place and the returned list holds the new slots."""
-    return _blocks(model, model.z["emb.weight"][tokens], state, _tmix_seq, _cmix_seq)[1]
+    the prompt tokens that precede each row's last one. `lengths` ([B]): row b has only its
+    first lengths[b] tokens (the rest is padding, which changes nothing). The caller owns
+    `state`: its WKV matrices are updated in place and the returned list holds the new slots."""
+    return _blocks(model, model.z["emb.weight"][tokens], state, functools.partial(_tmix_seq, lengths),
+                   functools.partial(_cmix_seq, lengths))[1]
 
 
 def _blocks(model, x, state: list, tmix, cmix):
@@ -309,25 +324,27 @@ def generate_groups(backbone, groups: Sequence[tuple[list | None, Sequence[Seque
     outs: list[list[int]] = [[] for _ in range(B)]
     results: list[Generation | None] = [None] * B
 
-    # the prompt tokens every row still has before its last one go through as one sequence:
-    # each weight matrix is read once for all of them instead of once a token
-    step = int(tail_len.min()) - 1
-    if step >= SEQ_MIN_TOKENS:
-        st = forward_seq_batch(backbone.model, tail[:, :step], st)
-        backbone.tokens_processed += B * step
-        for i in ids:
-            counts[group_of[i]] += step
-    else:
-        step = 0
+    # every row's prompt tokens before its last one go through as one sequence (rows shorter
+    # than the longest are padded, and padding changes no state): each weight matrix is read
+    # once for all of them, and every row then starts decoding at the same step
+    pos = torch.zeros(B, dtype=torch.long, device=dev)  # each row's next prompt position
+    if int(tail_len.max()) - 1 >= SEQ_MIN_TOKENS:
+        pos = tail_len - 1
+        st = forward_seq_batch(backbone.model, tail[:, : int(pos.max())], st, pos)
+        backbone.tokens_processed += int(pos.sum())
+        for i, n in zip(ids, pos.tolist()):
+            counts[group_of[i]] += n
+    rows_all = torch.arange(B, device=dev)
     while ids:
-        feed = torch.where(step < tail_len, tail[:, min(step, width - 1)], last)
+        inside = pos < tail_len
+        feed = torch.where(inside, tail[rows_all[: len(ids)], pos.clamp(max=width - 1)], last)
         # rows at their last prompt token or past it pick a token after this step
-        want = torch.nonzero(tail_len <= step + 1).flatten()
+        want = torch.nonzero(pos >= tail_len - 1).flatten()
         logits, st = forward_batch(backbone.model, feed, st, want, inplace=True)  # st is ours
         backbone.tokens_processed += len(ids)
         for i in ids:
             counts[group_of[i]] += 1
-        step += 1
+        pos = pos + 1
         if logits is None:
             continue
         if not torch.isfinite(logits).all():
@@ -354,7 +371,7 @@ def generate_groups(backbone, groups: Sequence[tuple[list | None, Sequence[Seque
                                 device=dev)
             ids = [ids[r] for r in keep.tolist()]
             st = [t[keep] for t in st]
-            tail, tail_len, last = tail[keep], tail_len[keep], last[keep]
+            tail, tail_len, last, pos = tail[keep], tail_len[keep], last[keep], pos[keep]
     out, at = [], 0
     for toks, unique in zip(toks_by_group, unique_by_group):
         reply = {tuple(u): results[at + i] for i, u in enumerate(unique)}

@@ -16,6 +16,7 @@ import tempfile
 import time
 
 SHAPES = {"tiny": dict(n_layer=2, n_embd=128), "0.1b": dict(n_layer=12, n_embd=768)}
+WKV_CHUNK = 32  # config/config.yaml replay.wkv_chunk
 
 
 def _tokens(n: int, seed: int = 0) -> list[int]:
@@ -59,25 +60,34 @@ def stage_inference(shape: str, prefill_tokens: int, decode_tokens: int, repeats
             "decode_ms_per_token": round(1000 * min(decode), 2), "peak_rss_mb": round(_peak_rss_mb())}
 
 
-def stage_train(shape: str, tokens: int, repeats: int, checkpoint_layers: bool) -> dict:
+def stage_train(shape: str, tokens: int, repeats: int, checkpoint_layers: bool, wkv: str = "chunked") -> dict:
     import torch
 
     from .rwkv7_torch import RWKV7
     from .tiny import random_state_dict
 
-    m = RWKV7(random_state_dict(0, **SHAPES[shape]), checkpoint_layers=checkpoint_layers)
+    torch.set_flush_denormal(True)  # as the tuning job runs
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    m = RWKV7(random_state_dict(0, **SHAPES[shape]), device, checkpoint_layers=checkpoint_layers, wkv=wkv,
+              wkv_chunk=WKV_CHUNK)
     rss_weights = _peak_rss_mb()
-    toks = torch.tensor(_tokens(tokens))
+    toks = torch.tensor(_tokens(tokens), device=device)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     runs = []
     for _ in range(repeats):
         ts = m.zero_time_state(requires_grad=True)
         t = time.perf_counter()
         loss = m.loss(toks, ts)
+        sync()
         f = time.perf_counter() - t
         loss.backward()
+        sync()
         runs.append((f, time.perf_counter() - t))
     f, total = min(runs, key=lambda r: r[1])
-    return {"shape": shape, **SHAPES[shape], "tokens": tokens, "checkpoint_layers": checkpoint_layers,
+    gpu_mb = round(torch.cuda.max_memory_allocated() / 2**20) if device.type == "cuda" else None
+    return {"shape": shape, **SHAPES[shape], "tokens": tokens, "wkv": wkv, "device": device.type,
+            "trained_tokens_per_s": round(tokens / total, 1), "peak_gpu_mb": gpu_mb,
+            "checkpoint_layers": checkpoint_layers,
             "forward_s": round(f, 2), "forward_backward_s": round(total, 2),
             "forward_backward_s_per_512": round(total * 512 / tokens, 2),
             "peak_rss_mb": round(_peak_rss_mb()), "rss_after_weights_mb": round(rss_weights),
@@ -97,6 +107,8 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=0,
                     help="torch threads per stage (0: torch's default). On a shared machine, "
                          "oversubscribed OpenMP threads can be 10x slower than one thread.")
+    ap.add_argument("--train-only", action="store_true",
+                    help="only the 0.1B state-tuning step at ctx 2,048, chunked and sequential WKV")
     ap.add_argument("--stage", nargs="+", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.stage:
@@ -108,16 +120,34 @@ def main(argv=None) -> int:
         if kind == "inference":
             res = stage_inference(shape, int(rest[0]), int(rest[1]), a.repeats)
         else:
-            res = stage_train(shape, int(rest[0]), a.repeats, rest[1] == "1")
+            res = stage_train(shape, int(rest[0]), a.repeats, rest[1] == "1", rest[2] if len(rest) > 2 else "chunked")
         print(json.dumps(res))
         return 0
     r = str(a.repeats)
+    if a.train_only:
+        # one state-tuning step at the 0.1B shape, ctx 2,048, both WKV paths in one run
+        chunked = _child(["train", "0.1b", "2048", "0", "chunked", "--repeats", r], a.threads)
+        sequential = _child(["train", "0.1b", "2048", "0", "sequential", "--repeats", "1"], a.threads)
+        results = {"train": [chunked, sequential],
+                   "speedup": round(sequential["forward_backward_s"] / chunked["forward_backward_s"], 2),
+                   "cpu_count": os.cpu_count(), "load_average": os.getloadavg()}
+        print(json.dumps(results, indent=2))
+        print(f"0.1B, ctx 2048, one state-tuning step, {chunked['threads']} threads: chunked "
+              f"{chunked['forward_backward_s']} s (peak RSS {chunked['peak_rss_mb']} MB), sequential "
+              f"{sequential['forward_backward_s']} s (peak RSS {sequential['peak_rss_mb']} MB): "
+              f"{results['speedup']}x")
+        if a.out:
+            from ..core.io import atomic_write_json
+
+            atomic_write_json(a.out, results)
+        return 0
     results = {
         "inference": [_child(["inference", "tiny", "2048", "64", "--repeats", r], a.threads),
                       _child(["inference", "0.1b", "512", "32", "--repeats", r], a.threads)],
-        "train": [_child(["train", "0.1b", "512", "0", "--repeats", r], a.threads),
-                  _child(["train", "0.1b", "2048", "0", "--repeats", "1"], a.threads),
-                  _child(["train", "0.1b", "2048", "1", "--repeats", "1"], a.threads)],
+        "train": [_child(["train", "0.1b", "512", "0", "chunked", "--repeats", r], a.threads),
+                  _child(["train", "0.1b", "2048", "0", "chunked", "--repeats", "1"], a.threads),
+                  _child(["train", "0.1b", "2048", "0", "sequential", "--repeats", "1"], a.threads),
+                  _child(["train", "0.1b", "2048", "1", "chunked", "--repeats", "1"], a.threads)],
         "cpu_count": os.cpu_count(),
         "load_average": os.getloadavg(),
     }

@@ -23,13 +23,21 @@ from torch.utils.checkpoint import checkpoint
 
 from ..core.errors import InputError
 from .wkv import wkv7
+from .wkv_chunked import wkv7_chunked
+
+WKV_PATHS = ("chunked", "sequential")
 
 _LINEAR = ("receptance.weight", "key.weight", "value.weight", "output.weight")
 
 
 class RWKV7:
     def __init__(self, weights: dict[str, torch.Tensor], device="cpu", *, wkv_chunk: int = 64,
-                 checkpoint_layers: bool = False):
+                 checkpoint_layers: bool = False, wkv: str = "chunked"):
+        """wkv: "chunked" (urd.backbone.wkv_chunked: products within chunks of `wkv_chunk` tokens)
+        or "sequential" (urd.backbone.wkv: token by token, states kept every `wkv_chunk`)."""
+        if wkv not in WKV_PATHS:
+            raise ValueError(f"wkv must be one of {WKV_PATHS}, not {wkv!r}")
+        self.wkv = wkv
         if any(".s_emb" in k for k in weights):
             raise InputError("checkpoint", "tensors", "a plain RWKV-7 (no DeepEmbed)", "s_emb found")
         self.device = torch.device(device)
@@ -78,7 +86,13 @@ class RWKV7:
             v = v + (v_first - v) * torch.sigmoid(z[p + "v0"] + (xv @ z[p + "v1"]) @ z[p + "v2"])
         w = torch.exp(-0.606531 * torch.sigmoid(z[p + "w0"] + w))  # 0.606531 = exp(-0.5)
         hv = lambda t: t.view(T, H, N)
-        y, sT = wkv7(s0, hv(r), hv(w), hv(k), hv(v), hv(-kk), hv(kk * a), self.wkv_chunk)
+        args = (s0, hv(r), hv(w), hv(k), hv(v), hv(-kk), hv(kk * a), self.wkv_chunk)
+        if self.wkv == "sequential":
+            y, sT = wkv7(*args)
+        elif torch.is_grad_enabled():  # keep only the inputs; the chunk products are recomputed in backward
+            y, sT = checkpoint(wkv7_chunked, *args, use_reentrant=False)
+        else:
+            y, sT = wkv7_chunked(*args)
         y = F.group_norm(y.reshape(T, C), H, z[p + "ln_x.weight"], z[p + "ln_x.bias"], eps=64e-5)
         y = y + ((r * k * z[p + "r_k"]).view(T, H, N).sum(-1, keepdim=True) * v.view(T, H, N)).view(T, C)
         return F.linear(y * g, z[p + "output.weight"]), x[-1], sT, v_first

@@ -20,9 +20,9 @@ class Decode:
 
 def context_state(handle, text: str, state=None):
     """The state after `text` read from `state` (None: the zero state; returned as None when
-    there is no text either)."""
+    there is no text either), through the batched path's sequence pass."""
     if text:
-        return handle.prefill(handle.tokenizer.encode(text), state)[1]
+        return handle.prefill(handle.tokenizer.encode(text), state, seq_pass=True)[1]
     return handle.clone_state(state) if state is not None else None
 
 

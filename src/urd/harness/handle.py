@@ -22,12 +22,12 @@ from .contract import BudgetViolation
 _RAW = ("model", "_forward", "backbone")
 
 
-def _prefill(backbone, tokens):
+def _prefill(backbone, tokens, state=None):
     # what the prefill job computes (urd.harness.prefill), so a transcript reads the same with
     # or without its file
     from ..backbone.batch import prefill
 
-    return prefill(backbone, tokens)
+    return prefill(backbone, tokens, state)
 
 
 class _Private:
@@ -105,16 +105,17 @@ class ModelHandle:
             self.__p.count += self.__bb.tokens_processed - before + served
             self.__p.served += served
 
-    def __resume(self, tokens, state):
+    def __resume(self, tokens, state, seq_pass: bool = False):
         """(logits, state) after `tokens` from `state`, through the cache where it applies."""
         toks = [int(t) for t in tokens]
         bb = self.__bb
+        forward = (lambda t, s: _prefill(bb, t, s)) if seq_pass else bb.prefill
         n, logits, cached, served = self.__prefix(toks) if state is None else (0, None, None, 0)
         if n == 0:
-            return self.__metered(lambda: bb.prefill(toks, state))
+            return self.__metered(lambda: forward(toks, state))
         if n == len(toks):
             return self.__metered(lambda: (logits.clone(), bb.clone_state(cached)), served=served)
-        return self.__metered(lambda: bb.prefill(toks[n:], cached), served=served)
+        return self.__metered(lambda: forward(toks[n:], cached), served=served)
 
     # --- what a system uses -----------------------------------------------------------------
     @property
@@ -149,9 +150,11 @@ class ModelHandle:
     def state_from_bytes(self, data: bytes):
         return self.__bb.state_from_bytes(data)
 
-    def prefill(self, tokens: Sequence[int], state=None):
-        """(last logits, state) after `tokens` from `state` (None: the zero state)."""
-        return self.__resume(tokens, state)
+    def prefill(self, tokens: Sequence[int], state=None, *, seq_pass: bool = False):
+        """(last logits, state) after `tokens` from `state` (None: the zero state). `seq_pass`:
+        through the batched decoder's sequence pass (urd.backbone.batch.prefill, what the batched
+        path reads contexts with) instead of the package's forward (the sequential reference)."""
+        return self.__resume(tokens, state, seq_pass)
 
     def generate(self, prompt_tokens: Sequence[int], state=None, *, max_new_tokens: int,
                  stop: Sequence[str] = ("\n",), keep_state: bool = True):

@@ -94,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--factor", required=True, type=int, help="the contract's consolidation factor")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", default="auto", help="auto (cuda if available), cpu or cuda[:i]")
+    ap.add_argument("--wkv", choices=("chunked", "sequential"), default="chunked",
+                    help="the WKV path (urd.backbone.rwkv7_torch); a CPU run's bytes depend on it")
     ap.add_argument("--wkv-chunk", type=int, default=64)
     ap.add_argument("--checkpoint-layers", action="store_true", help="recompute block activations in backward")
     ap.add_argument("--out-dir", required=True)
@@ -122,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         log(f"{recipe.steps} steps x ctx {recipe.ctx} = {recipe.trained_tokens} tokens "
             f"(cap {recipe.token_cap}{', out of contract' if recipe.out_of_contract else ''}) on {device}")
         model = RWKV7.load(args.checkpoint, device, wkv_chunk=args.wkv_chunk,
-                           checkpoint_layers=args.checkpoint_layers)
+                           checkpoint_layers=args.checkpoint_layers, wkv=args.wkv)
         loaded = time.monotonic()
         state, losses = tune_state(model, tokens, recipe, log)
         tuned = time.monotonic()
@@ -145,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
             "losses": losses,
             "device": device_name(device),
             "torch_threads": torch.get_num_threads(),
+            "wkv": {"path": args.wkv, "chunk": args.wkv_chunk},
+            "determinism": "the same bytes on the same device, torch threads and WKV path (and torch version); "
+                           "another of these may round differently",
             "wall_time_s": round(tuned - started, 3),
             "load_s": round(loaded - started, 3),
             "tune_s": round(tuned - loaded, 3),
