@@ -296,3 +296,26 @@ def test_the_ceiling_stops_a_live_run_and_the_report_says_incomplete(world_file,
     r = suite.run_suite(MODEL, s, world_path=one, yes=True, http_client=api.client(), **QUIET)
     assert r["status"] == "incomplete" and r["stop"]["at"] == "ceiling"
     assert 0 < r["meter"]["spent_usd"] <= 0.05
+
+
+def test_the_cli_runs_stops_tabulates_and_refuses_another_suites_report(world_file, tmp_path, capsys):
+    from urd.planting.cli import main
+
+    s = settings(tmp_path)
+    report = tmp_path / "report.json"
+    assert main(["run", "--model", "scripted", "--world", str(world_file), "--settings", json.dumps(s.raw),
+                 "--output", str(report)]) == 0
+    out = {fmt: tmp_path / f"t.{fmt}" for fmt in ("md", "csv", "html", "png")}
+    assert main(["tables", str(report), *(a for k, v in out.items() for a in (f"--{k}", str(v)))]) == 0
+    assert out["csv"].read_text().splitlines()[0].startswith("model,arm,prompt tokens (median)")
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"suite": "update-gate"}))
+    assert main(["tables", str(other), *(a for k, v in out.items() for a in (f"--{k}", str(v)))]) == 2
+    assert "suite" in capsys.readouterr().err
+    # a stopped run writes its report and exits 1, for the workflow to fail on
+    raw = json.loads(json.dumps(s.raw))
+    raw["planting"]["gate"]["max_unplanted_hits"] = 0  # the scripted judge's one misjudgement trips it
+    stopped = tmp_path / "stopped.json"
+    assert main(["run", "--model", "scripted", "--world", str(world_file), "--settings", json.dumps(raw),
+                 "--output", str(stopped)]) == 1
+    assert json.loads(stopped.read_text())["stop"]["at"] == "baseline gate"

@@ -109,7 +109,7 @@ def test_the_real_scale_dag_is_fetch_run_fold_with_a_spend_line(workflow):
     assert counts["prefill"] == counts["judge_control"] == "2"
     # the replay systems' tuning jobs: 2 recipes x 12 transcripts, billed as GPU time
     assert counts["tune_state"] == "24"
-    assert re.search(r"urd planned spend \(124 jobs to run\): GPU 11\.35 h, CPU \d+\.\d\d h, US\$ \d+\.\d\d", out)
+    assert re.search(r"urd planned spend \(124 jobs to run\): GPU 1\.95 h, CPU \d+\.\d\d h, US\$ \d+\.\d\d", out)
 
 
 CKPT = "models/rwkv7-g1d-0.1b-20260129-ctx8192.pth"

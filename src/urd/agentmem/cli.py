@@ -95,7 +95,8 @@ def _settings(args) -> settings_mod.Settings:
     return s
 
 
-def _read_report(path: Path, suite: str) -> dict:
+def read_report(path: Path, suite: str) -> dict:
+    """A saved report of `suite`; a missing file, bad JSON or another suite's report is an error."""
     from ..core.errors import InputError
 
     try:
@@ -110,9 +111,13 @@ def _read_report(path: Path, suite: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    return run_guarded(_dispatch, build_parser().parse_args(argv))
+
+
+def run_guarded(dispatch, args) -> int:
+    """`dispatch(args)`, with a refusal or an urd error as one line on standard error and exit 2."""
     try:
-        return _dispatch(args)
+        return dispatch(args)
     except NotConfirmed as exc:
         print(f"refused: {exc}", file=sys.stderr)
         return EXIT_REFUSED
@@ -134,10 +139,10 @@ def _dispatch(args) -> int:
         return EXIT_OK
     if args.verb == "rescore":
         if args.suite == "trip-vs-move":
-            report = trip_vs_move.rescore(_read_report(args.report, "trip-vs-move"), args.checks_version)
+            report = trip_vs_move.rescore(read_report(args.report, "trip-vs-move"), args.checks_version)
             print(f"re-scored under checks version {args.checks_version}: {report['verdict']}")
         else:
-            report = update_gate.rescore(_read_report(args.report, "update-gate"))
+            report = update_gate.rescore(read_report(args.report, "update-gate"))
             print(f"re-scored: {report['verdict']}")
         atomic_write_json(args.output, report)
         return EXIT_OK

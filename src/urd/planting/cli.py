@@ -1,26 +1,25 @@
 """``python -m urd.planting``: make the world, run, estimate, harvest, and tabulate.
 
-Exit status: 0 done; 1 the run stopped (calibration or baseline gate) or is incomplete (its
-report is written all the same); 2 nothing was run or written (bad input, a live run
+Exit status: 0 done (a run stopped at its spend ceiling is done, and its report says
+incomplete); 1 the run stopped at the judge's calibration or the baseline gate (its report is
+written all the same, and says which); 2 nothing was run or written (bad input, a live run
 without confirmation).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from ..agentmem import settings as settings_mod
-from ..agentmem.cli import _pin, token_counter
-from ..agentmem.runtime import NotConfirmed, routes_for
-from ..core.errors import InputError, UrdError
+from ..agentmem.cli import _pin, read_report, run_guarded, token_counter
+from ..agentmem.runtime import routes_for
 from ..core.io import atomic_write_json
 from ..cost import agentmem as estimate_mod
 from . import judge, render, world
 
-EXIT_OK, EXIT_STOPPED, EXIT_REFUSED = 0, 1, 2
+EXIT_OK, EXIT_STOPPED = 0, 1  # 2 (nothing run or written): urd.agentmem.cli.run_guarded
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,33 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _read_report(path: Path) -> dict:
-    try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(path, "file", "a planting report") from None
-    except ValueError as exc:
-        raise InputError(path, "report", "JSON", str(exc)) from None
-    if report.get("suite") != "planting":
-        raise InputError(path, "suite", "planting", report.get("suite"))
-    return report
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return _dispatch(args)
-    except NotConfirmed as exc:
-        print(f"refused: {exc}", file=sys.stderr)
-        return EXIT_REFUSED
-    except UrdError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_REFUSED
+    return run_guarded(_dispatch, build_parser().parse_args(argv))
 
 
 def _dispatch(args) -> int:
     if args.verb == "tables":
-        reports = [(str(p), _read_report(p)) for p in args.reports]
+        reports = [(str(p), read_report(p, "planting")) for p in args.reports]
         render.write_tables(reports, args.md, args.csv, args.html)
         render.write_figure(reports, args.png)
         return EXIT_OK
@@ -102,7 +81,7 @@ def _dispatch(args) -> int:
         return EXIT_OK
     if args.verb == "harvest":
         cal = judge.load_set(p["judge"]["calibration_set"], p["judge"]["registry"])
-        new = judge.harvest(_read_report(args.report), cal, args.output, p["judge"]["registry"])
+        new = judge.harvest(read_report(args.report, "planting"), cal, args.output, p["judge"]["registry"])
         print(f"calibration set v{new['version']}: {len(new['items'])} items written to {args.output} and registered "
               f"in {p['judge']['registry']}; set agentmem.planting.judge.calibration_set to use it")
         return EXIT_OK
@@ -118,4 +97,4 @@ def _dispatch(args) -> int:
                              log=lambda line: print(line, file=sys.stderr, flush=True))
     atomic_write_json(args.output, report)
     print(f"planting on {args.model}: {report['status']}" + (f" ({report['stop']['why']})" if report["stop"] else ""))
-    return EXIT_OK if report["status"] == "complete" else EXIT_STOPPED
+    return EXIT_STOPPED if report["status"] == "stopped" else EXIT_OK

@@ -68,7 +68,6 @@ class Run:
             float(settings.raw["spend"]["max_usd_planting"])
         self.llm = build_llm(settings, self.routes, self.meter, responder=responder or PlantingResponder(self.roster),
                              ceiling_usd=live_ceiling, record=record, http_client=http_client)
-        self.ceiling = live_ceiling
         self.run_dir = fresh_run_dir(run_dir or settings.work_dir / "planting" / model)
         self.store = Store(self.run_dir / "store.sqlite")
         self.summaries: dict[tuple[str, str], str] = {}
@@ -77,17 +76,17 @@ class Run:
 
     # --- the store ------------------------------------------------------------------------------
     def fill_store(self) -> None:
-        """Write every world into the store, term by term, as a playthrough would."""
+        """Write every world into the store, term by term, as a playthrough would (before any
+        call: a world that does not fit the settings and the roster costs nothing)."""
         chars = [c["id"] for c in self.roster["characters"]]
+        expected = self.shape.seeds * 3 * len(chars)
+        if len(self.world) != expected:
+            raise InputError(self.world_path, "worlds", f"{expected} (seeds x variants x characters)", len(self.world))
         for (seed, variant, cid), events in sorted(self.world.items()):
             if cid not in chars:
                 raise InputError(self.world_path, "character", f"one of the roster's {chars}", cid)
             for term in range(1, self.shape.terms + 1):
                 self.store.write_term(_world(seed, variant), cid, term, [e for e in events if e.term == term])
-        expected = self.shape.seeds * 3 * len(chars)
-        if len(self.world) != expected:
-            raise InputError(self.world_path, "worlds", f"{expected} (seeds x variants x characters)",
-                                       len(self.world))
 
     # --- one decision ---------------------------------------------------------------------------
     def _summarize(self, world: str, cid: str):
@@ -171,10 +170,10 @@ def run_suite(model: str, settings: Settings, *, world_path: Path, pins=None, ye
     cal = judge_mod.load_set(p["judge"]["calibration_set"], p["judge"]["registry"])
     state = {"status": "complete", "stop": None, "calibration": None, "gate": None}
     try:
+        run.fill_store()
         state["calibration"] = judge_mod.calibrate(
             run.llm, cal, max_tokens=run.max_tokens["judge"],
             min_correct=math.ceil(float(p["judge"]["min_correct_share"]) * len(cal["items"]) - 1e-9))
-        run.fill_store()
         run.variant("unplanted")
         state["gate"] = run.gate()
         run.variant("planted")
