@@ -55,10 +55,15 @@ def test_float32_gradients_match_the_sequential_wkvs_backward():
         torch.testing.assert_close(g, w, rtol=1e-3, atol=1e-4)
 
 
-def test_a_decay_that_would_overflow_the_chunk_is_refused():
+def test_rwkv7s_strongest_decay_keeps_every_gradient_finite_and_a_stronger_one_is_refused():
     s0, r, w, k, v, a, b = inputs(64)
-    with pytest.raises(ValueError, match="shorter chunk"):
-        wkv7_chunked(s0, r, torch.full_like(w, 0.2), k, v, a, b, chunk=64)
+    strongest = torch.full_like(w, torch.exp(torch.tensor(-0.606531)).item()).requires_grad_()  # sigmoid -> 1
+    y, s = wkv7_chunked(s0, r, strongest, k, v, a, b, chunk=64)
+    (grad,) = torch.autograd.grad(y.sum() + s.sum(), strongest)
+    assert torch.isfinite(grad).all()
+    for decay in (0.5, float("nan")):
+        with pytest.raises(ValueError, match="shorter chunk"):
+            wkv7_chunked(s0, r, torch.full_like(w, decay), k, v, a, b, chunk=64)
     with pytest.raises(ValueError, match="chunk must be"):
         wkv7_chunked(s0, r, w, k, v, a, b, chunk=65)
 

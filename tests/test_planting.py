@@ -102,6 +102,17 @@ def test_the_store_advances_term_by_term_and_derives_the_due_promises():
         assert s.has_id("w", "c1", "ev-S1-2") and not s.has_id("w", "c1", "ev-1-2")
 
 
+def test_the_variants_due_promises_differ_only_by_the_planted_one(world_file):
+    """Every ordinary promise and every keeping sits in the same slot in all three variants of
+    every world, so a promise table never differs between a world and its twin or its apology."""
+    w = world.read_world(world_file)
+    for seed in range(1, 7):
+        for c in world.load_roster()["characters"]:
+            shape = {v: [(e.id, e.due_term, e.closes) for e in w[(seed, v, c["id"])]
+                         if (e.due_term or e.closes) and e.plant is None] for v in world.VARIANTS}
+            assert shape["planted"] == shape["unplanted"] == shape["apologised"], (seed, c["id"])
+
+
 def test_the_planted_promise_is_in_the_decision_terms_table_from_the_store(world_file, tmp_path):
     w = world.read_world(world_file)
     c = world.load_roster()["characters"][0]
@@ -176,6 +187,23 @@ def test_fabricated_ids_are_the_cited_ids_the_store_does_not_hold(world_file, tm
     assert [len(r) for r in d["judged"].values()] == [1, 1, 1]
 
 
+def test_a_run_stopped_part_way_subtracts_only_paired_twins():
+    """Net hits and their interval come from the same (character, seed) units: a planted
+    decision without its twin, or a twin without its planted decision, counts for nothing."""
+    def d(variant, character, seed, shaped):
+        return {"arm": "full", "variant": variant, "character": character, "seed": seed, "prompt_tokens": 1000,
+                "tokens_measured": False, "parsed": True, "intents": [{"intent": "x", "cites": []}], "plant_ids": {},
+                "fabricated": [], "judged": {p: [{"shaped": shaped and p == "promise", "specific": ""}]
+                                             for p in world.PLANTS}}
+    decisions = [d("unplanted", c, 1, True) for c in ("c1", "c2", "c3", "c4")] + \
+        [d("planted", c, 1, True) for c in ("c1", "c2")] + [d("planted", "c5", 1, True)]
+    n = report.arm_numbers(decisions, "full", 3.0)
+    assert n["paired_units"] == 2 and n["hits"]["promise"] == 2 and n["unplanted_hits"]["promise"] == 2
+    assert n["net_hits"] == 0 == n["net_hits_interval"]["point"]
+    none = report.arm_numbers([d("unplanted", "c1", 1, True)], "full", 3.0)
+    assert none["net_hits"] is None and none["net_hits_per_1k_tokens"] is None
+
+
 # --- the stops ---------------------------------------------------------------------------------
 
 def test_a_plant_that_collides_with_the_motivation_stops_the_run_at_the_gate(world_file, tmp_path):
@@ -196,6 +224,23 @@ def test_a_judge_below_the_calibration_bar_stops_the_run_before_judging(world_fi
     assert not r["calibration"]["passed"] and r["calibration"]["correct"] < 19
     assert any(m["kind"] == "hard negative" and m["ruled"] is True for m in r["calibration"]["misses"])
     assert r["decisions"] == [] and r["meter"]["calls"] == 20
+
+
+def test_a_failed_call_marks_the_run_failed_and_a_world_that_does_not_fit_costs_nothing(world_file, tmp_path):
+    class Gap(PlantingResponder):  # a table with a hole: the scripted arm refuses the request
+        def _summarize(self, events):
+            return None, "no summary in this table"
+
+    r = suite.run_suite("scripted", settings(tmp_path), world_path=world_file, responder=Gap(world.load_roster()),
+                        **QUIET)
+    assert r["status"] == "failed" and "no summary in this table" in r["stop"]["why"]
+    lines = world_file.read_text().splitlines()
+    short = tmp_path / "short.jsonl"
+    short.write_text("\n".join(lines[:-1]) + "\n")  # one event missing from the last stream
+    with pytest.raises(InputError, match="events of .* 40 a term"):
+        suite.run_suite("scripted", settings(tmp_path), world_path=short, **QUIET)
+    with pytest.raises(InputError, match="worlds"):
+        suite.run_suite("scripted", settings(tmp_path, **{"planting.world.seeds": 5}), world_path=world_file, **QUIET)
 
 
 def test_a_calibration_set_that_is_not_the_registered_one_is_refused(world_file, tmp_path):

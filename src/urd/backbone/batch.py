@@ -229,6 +229,8 @@ def advance(backbone, tokens: Sequence[int], state=None) -> list:
     stepping (about 1.7x the package's `forward` at the 0.1B shape on 2 cores; it rounds like
     `forward_seq_batch`, see the module note). Counts the tokens on the backbone's meter."""
     toks = backbone._check_tokens(tokens)
+    if state is not None:
+        backbone.layout.check(state)
     st = stack_state(state if state is not None else backbone.zero_state(), 1)
     for i in range(0, len(toks), PREFILL_CHUNK):
         st = forward_seq_batch(backbone.model, torch.tensor([toks[i: i + PREFILL_CHUNK]], device=backbone.device), st)
@@ -241,6 +243,8 @@ def prefill(backbone, tokens: Sequence[int], state=None) -> tuple[torch.Tensor, 
     batched path prefills (transcripts once per episode, each group's common prompt prefix)
     goes through here; the sequential decoder keeps the package's forward."""
     toks = backbone._check_tokens(tokens)
+    if state is not None:
+        backbone.layout.check(state)
     st = advance(backbone, toks[:-1], state) if len(toks) > 1 else \
         [t.clone() for t in (state if state is not None else backbone.zero_state())]
     logits, st = forward_batch(backbone.model, torch.tensor([toks[-1]], device=backbone.device),
@@ -330,7 +334,9 @@ def generate_groups(backbone, groups: Sequence[tuple[list | None, Sequence[Seque
     pos = torch.zeros(B, dtype=torch.long, device=dev)  # each row's next prompt position
     if int(tail_len.max()) - 1 >= SEQ_MIN_TOKENS:
         pos = tail_len - 1
-        st = forward_seq_batch(backbone.model, tail[:, : int(pos.max())], st, pos)
+        for t0 in range(0, int(pos.max()), PREFILL_CHUNK):  # bounded activations, as in `advance`
+            seg = tail[:, t0: t0 + PREFILL_CHUNK]
+            st = forward_seq_batch(backbone.model, seg, st, (pos - t0).clamp(0, seg.shape[1]))
         backbone.tokens_processed += int(pos.sum())
         for i, n in zip(ids, pos.tolist()):
             counts[group_of[i]] += n

@@ -13,7 +13,8 @@ and the outputs and the next chunk's state are products:
 Everything that does not involve S_0 is computed for all chunks at once; only the last three
 products step from chunk to chunk. The factors Γ_{t-1} and 1/Γ_s are formed apart: RWKV-7's
 decay is at least exp(-e^-0.5) = 0.545 a step, so over a chunk of at most `MAX_CHUNK` tokens
-1/Γ stays below 1e17, far inside fp32's range; `wkv7_chunked` refuses a decay that would not.
+1/Γ stays below 1e17, and its square (which autograd forms) inside fp32's range; `wkv7_chunked`
+refuses a decay that would not.
 
 Exactness: the same recurrence, summed in another order: it agrees with `wkv.wkv7` (outputs,
 final state, and every gradient) to float32 rounding; tests/test_backbone_wkv_chunked.py states
@@ -25,7 +26,9 @@ from __future__ import annotations
 import torch
 
 MAX_CHUNK = 64
-_MIN_LOG_DECAY = -80.0  # a chunk's total log decay below this would overflow 1/Γ in fp32
+# A chunk's total log decay below this is refused: autograd forms (b/Γ)/Γ, which overflows fp32
+# (3.4e38 = e^88.7) past half of that range. RWKV-7 decays reach -38.8 over 64 tokens, -19.4 over 32.
+_MIN_LOG_DECAY = -40.0
 
 
 def wkv7_chunked(s0, r, w, k, v, a, b, chunk: int = 32):
@@ -40,11 +43,11 @@ def wkv7_chunked(s0, r, w, k, v, a, b, chunk: int = 32):
     def blocks(x, fill):  # [T, H, N] -> [H, n_chunks, chunk, N]; padded steps change nothing
         if pad:
             x = torch.cat((x, x.new_full((pad, H, N), fill)))
-        return x.view(n_chunks, chunk, H, N).permute(2, 0, 1, 3)
+        return x.reshape(n_chunks, chunk, H, N).permute(2, 0, 1, 3)
 
     r, w, k, v, a, b = (blocks(x, f) for x, f in ((r, 0.0), (w, 1.0), (k, 0.0), (v, 0.0), (a, 0.0), (b, 0.0)))
     log_g = torch.cumsum(torch.log(w), dim=2)  # log Γ_t within each chunk
-    if float(log_g[:, :, -1].detach().min()) < _MIN_LOG_DECAY:
+    if not float(log_g[:, :, -1].detach().min()) >= _MIN_LOG_DECAY:  # NaN is refused too
         raise ValueError(f"a decay under exp({_MIN_LOG_DECAY / chunk:.2f}) a step over a chunk of {chunk}: "
                          "use a shorter chunk")
     g_incl, g_prev = torch.exp(log_g), torch.exp(log_g - torch.log(w))

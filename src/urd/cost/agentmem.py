@@ -40,6 +40,7 @@ from ..agentmem.cases import load_note
 from ..agentmem.gates import BEFORE_1_187, CHANGES_ONLY, PRODUCTION
 from ..agentmem.pairs import load_set_rows
 from ..agentmem.settings import Settings
+from ..core.errors import UrdError
 from ..core.io import canonical_json
 from ..llm import SCRIPTED_MODEL, Request, Routes, Usage
 from ..llm.client import BATCH_PRICE
@@ -141,7 +142,10 @@ def scripted_call_graph(settings: Settings, suite: str, *, case_name: str = "", 
 
                 path = Path(tmp) / "world.jsonl"
                 world.write_world(path, master_seed, world.Shape.from_settings(scratch.raw["planting"]), world.load_roster())
-                planting_suite.run_suite(SCRIPTED_MODEL, scratch, world_path=path, record=recorded, log=lambda line: None)
+                report = planting_suite.run_suite(SCRIPTED_MODEL, scratch, world_path=path, record=recorded,
+                                                  log=lambda line: None)
+                if report["status"] != "complete":  # a partial graph would price a partial run
+                    raise UrdError(f"the scripted planting run behind the estimate stopped: {report['stop']['why']}")
             elif suite == "trip-vs-move":
                 tvm.run_store(Path(tmp) / "run", case_name=case_name, variant=variant, index=1, settings=scratch,
                               routes=routes_for(SCRIPTED_MODEL, scratch), gate=gate, ceiling_usd=None,

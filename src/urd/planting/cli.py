@@ -1,8 +1,8 @@
 """``python -m urd.planting``: make the world, run, estimate, harvest, and tabulate.
 
 Exit status: 0 done (a run stopped at its spend ceiling is done, and its report says
-incomplete); 1 the run stopped at the judge's calibration or the baseline gate (its report is
-written all the same, and says which); 2 nothing was run or written (bad input, a live run
+incomplete); 1 the run stopped at the judge's calibration or the baseline gate, or a call
+failed (its report is written all the same, and says which); 2 nothing was run or written (bad input, a live run
 without confirmation).
 """
 
@@ -97,4 +97,4 @@ def _dispatch(args) -> int:
                              log=lambda line: print(line, file=sys.stderr, flush=True))
     atomic_write_json(args.output, report)
     print(f"planting on {args.model}: {report['status']}" + (f" ({report['stop']['why']})" if report["stop"] else ""))
-    return EXIT_STOPPED if report["status"] == "stopped" else EXIT_OK
+    return EXIT_OK if report["status"] in ("complete", "incomplete") else EXIT_STOPPED

@@ -80,6 +80,8 @@ def load_set(path: str | Path, registry: str | Path) -> dict:
         data = json.loads(raw)
     except ValueError as exc:
         raise InputError(path, "calibration set", "JSON", str(exc)) from None
+    if not isinstance(data, dict) or not isinstance(data.get("items"), list):
+        raise InputError(path, "items", "a JSON object with a list of items")
     for i, item in enumerate(data.get("items", [])):
         for key, kind in (("event", str), ("intent", str), ("expected", bool), ("kind", str)):
             if not isinstance(item.get(key), kind):

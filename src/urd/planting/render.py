@@ -17,13 +17,17 @@ def _ci(iv: dict) -> str:
     return "n/a" if iv["low"] is None else f"{iv['low']:g} to {iv['high']:g}"
 
 
+def _na(x) -> object:
+    return "n/a" if x is None else x
+
+
 def rows(report: dict) -> list[list]:
     out = []
     for n in report["numbers"]:
         cf = n["counterfactual_wound"]
-        out.append([report["model"], n["arm"], n["prompt_tokens_median"], *(n["hits"][p] for p in PLANTS),
-                    sum(n["unplanted_hits"].values()), n["net_hits"], _ci(n["net_hits_interval"]),
-                    n["net_hits_per_1k_tokens"], "/".join(str(n["citations"][p]) for p in PLANTS),
+        out.append([report["model"], n["arm"], _na(n["prompt_tokens_median"]), *(n["hits"][p] for p in PLANTS),
+                    sum(n["unplanted_hits"].values()), _na(n["net_hits"]), _ci(n["net_hits_interval"]),
+                    _na(n["net_hits_per_1k_tokens"]), "/".join(str(n["citations"][p]) for p in PLANTS),
                     "/".join(str(n["judged_influence"][p]) for p in PLANTS), n["fabricated_citations"],
                     f"{cf['difference']['point']:g} ({_ci(cf['difference'])})" if cf["difference"]["point"] is not None
                     else "n/a"])
@@ -80,12 +84,14 @@ def write_figure(reports: list[tuple[str, dict]], png: Path, dpi: int = 120) -> 
         for ax, (_, rep) in zip(axes[0], reports):
             nums = rep["numbers"]
             names = [n["arm"] for n in nums]
-            net = [n["net_hits"] for n in nums]
-            lo = [n["net_hits"] - (n["net_hits_interval"]["low"] or n["net_hits"]) for n in nums]
-            hi = [(n["net_hits_interval"]["high"] or n["net_hits"]) - n["net_hits"] for n in nums]
+            net = [n["net_hits"] or 0 for n in nums]  # an arm with no paired unit draws no bar
+            ivs = [n["net_hits_interval"] for n in nums]
+            lo = [max(0.0, v - iv["low"]) if iv["low"] is not None else 0.0 for v, iv in zip(net, ivs)]
+            hi = [max(0.0, iv["high"] - v) if iv["high"] is not None else 0.0 for v, iv in zip(net, ivs)]
             ax.bar(range(len(nums)), net, color=COLORS[: len(nums)], yerr=[lo, hi], capsize=3)
             for i, n in enumerate(nums):
-                ax.text(i, 0, f"{n['net_hits_per_1k_tokens']}/1K", ha="center", va="bottom", fontsize=7)
+                per = n["net_hits_per_1k_tokens"]
+                ax.text(i, 0, "n/a" if per is None else f"{per}/1K", ha="center", va="bottom", fontsize=7)
             ax.set_xticks(range(len(nums)), names)
             ax.set_ylabel("net hits (95% CI)")
             ax.set_title(f"{rep['model']} ({rep['status']})")

@@ -47,39 +47,44 @@ def interval(values: list[float]) -> dict:
 
 
 def arm_numbers(decisions: list[dict], arm: str, bytes_per_token: float) -> dict:
+    """One arm's numbers over its paired units: the (character, seed) pairs decided in both the
+    planted world and its unplanted twin (all 36 in a complete run; in a run stopped part way,
+    only those, so that a hit is never subtracted without its twin)."""
     by = {v: _units(d for d in decisions if d["arm"] == arm and d["variant"] == v)
           for v in ("planted", "unplanted", "apologised")}
-    planted, twin = by["planted"], by["unplanted"]
-    hits = {p: sum(hit(d, p) for d in planted.values()) for p in PLANTS}
-    base = {p: sum(hit(d, p) for d in twin.values()) for p in PLANTS}
-    tokens = [d["prompt_tokens"] for d in planted.values()]
+    paired = sorted(set(by["planted"]) & set(by["unplanted"]))
+    planted = [by["planted"][u] for u in paired]
+    twin = [by["unplanted"][u] for u in paired]
+    hits = {p: sum(hit(d, p) for d in planted) for p in PLANTS}
+    base = {p: sum(hit(d, p) for d in twin) for p in PLANTS}
+    tokens = [d["prompt_tokens"] for d in planted]
     median = statistics.median(tokens) if tokens else None
-    net = sum(hits.values()) - sum(base.values())
-    paired = sorted(set(planted) & set(twin))
-    cf = sorted(set(planted) & set(by["apologised"]))
-    measured = bool(tokens) and all(d["tokens_measured"] for d in planted.values())
+    net = sum(hits.values()) - sum(base.values()) if paired else None
+    cf = sorted(set(by["planted"]) & set(by["apologised"]))
+    measured = bool(tokens) and all(d["tokens_measured"] for d in planted)
     return {
         "arm": arm,
         "decisions": {v: len(u) for v, u in by.items()},
+        "paired_units": len(paired),
         "prompt_tokens_median": median,
         "prompt_tokens_source": "measured usage" if measured else
         f"estimated at {bytes_per_token:g} bytes a token (no measured usage)",
         "hits": hits,
         "unplanted_hits": base,
         "net_hits": net,
-        "net_hits_per_1k_tokens": round(net / (median / 1000), 2) if median else None,
-        "net_hits_interval": interval([sum(hit(planted[u], p) - hit(twin[u], p) for p in PLANTS) for u in paired]),
+        "net_hits_per_1k_tokens": round(net / (median / 1000), 2) if median and net is not None else None,
+        "net_hits_interval": interval([sum(hit(a, p) - hit(b, p) for p in PLANTS) for a, b in zip(planted, twin)]),
         "citations": {p: sum(d["plant_ids"].get(p) in {x for it in d["intents"] for x in it["cites"]}
-                             for d in planted.values()) for p in PLANTS},
+                             for d in planted) for p in PLANTS},
         "judged_influence": hits,
-        "fabricated_citations": sum(len(d["fabricated"]) for d in planted.values()),
-        "fabricated_examples": sorted({x for d in planted.values() for x in d["fabricated"]})[:5],
+        "fabricated_citations": sum(len(d["fabricated"]) for d in planted),
+        "fabricated_examples": sorted({x for d in planted for x in d["fabricated"]})[:5],
         "unparsed_decisions": sum(not d["parsed"] for v in by.values() for d in v.values()),
         "judge_off_protocol": sum(r is None for v in by.values() for d in v.values() for r in d["judged"].values()),
         "counterfactual_wound": {
-            "not_apologised": sum(hit(planted[u], "wound") for u in cf),
+            "not_apologised": sum(hit(by["planted"][u], "wound") for u in cf),
             "apologised": sum(hit(by["apologised"][u], "wound") for u in cf),
-            "difference": interval([hit(planted[u], "wound") - hit(by["apologised"][u], "wound") for u in cf]),
+            "difference": interval([hit(by["planted"][u], "wound") - hit(by["apologised"][u], "wound") for u in cf]),
         },
     }
 
@@ -89,6 +94,8 @@ def factor_credits(arms: list[arms_mod.Arm], numbers: dict[str, dict]) -> tuple[
     credits = []
     for a, b, feature in single:
         na, nb = numbers[a.name], numbers[b.name]
+        if na["net_hits"] is None or nb["net_hits"] is None:
+            continue  # an arm with no paired unit has nothing to credit
         credits.append({"factor": feature, "from": a.name, "to": b.name,
                         "change": f"{feature}: {a.features[feature]} -> {b.features[feature]}",
                         "credit": {**{p: nb["hits"][p] - na["hits"][p] for p in PLANTS},

@@ -24,7 +24,7 @@ from . import judge as judge_mod
 from . import prompts, report
 from .scripted import PlantingResponder
 from .store import Store
-from .world import PLANTS, Shape, load_roster, read_world
+from .world import PLANTS, VARIANTS, Shape, load_roster, read_world
 
 STOP_CALIBRATION, STOP_GATE, STOP_CEILING = "calibration", "baseline gate", "ceiling"
 
@@ -79,12 +79,18 @@ class Run:
         """Write every world into the store, term by term, as a playthrough would (before any
         call: a world that does not fit the settings and the roster costs nothing)."""
         chars = [c["id"] for c in self.roster["characters"]]
-        expected = self.shape.seeds * 3 * len(chars)
-        if len(self.world) != expected:
-            raise InputError(self.world_path, "worlds", f"{expected} (seeds x variants x characters)", len(self.world))
+        want = {(seed, v, c) for seed in range(1, self.shape.seeds + 1) for v in VARIANTS for c in chars}
+        if set(self.world) != want:
+            odd = sorted(set(self.world) ^ want)[0]
+            raise InputError(self.world_path, "worlds", f"seeds 1..{self.shape.seeds} x {list(VARIANTS)} x the "
+                             f"roster's {chars}", f"{'extra' if odd in self.world else 'missing'} {odd}")
+        per_term = [self.shape.events_per_term] * self.shape.terms
+        for key, events in sorted(self.world.items()):
+            counts = [sum(e.term == t for e in events) for t in range(1, self.shape.terms + 1)]
+            if counts != per_term or len(events) != sum(per_term):
+                raise InputError(self.world_path, f"events of {key}", f"{self.shape.events_per_term} a term over "
+                                 f"terms 1..{self.shape.terms}", f"{counts} (of {len(events)})")
         for (seed, variant, cid), events in sorted(self.world.items()):
-            if cid not in chars:
-                raise InputError(self.world_path, "character", f"one of the roster's {chars}", cid)
             for term in range(1, self.shape.terms + 1):
                 self.store.write_term(_world(seed, variant), cid, term, [e for e in events if e.term == term])
 
@@ -139,6 +145,13 @@ class Run:
 
     def gate(self) -> dict:
         bar = int(self.p["gate"]["max_unplanted_hits"])
+        off = [d for d in self.decisions if d["variant"] == "unplanted" and
+               (not d["parsed"] or any(r is None for r in d["judged"].values()))]
+        if off:  # an unread reply scores nothing, which would pass the gate for the wrong reason
+            d = off[0]
+            raise GateStopped(f"baseline gate: {len(off)} unplanted decisions have a reply off its protocol (the "
+                              f"character's or the judge's), first {d['arm']}/{d['character']}/seed {d['seed']}; "
+                              "the gate cannot pass on unread replies. No planted world was run.")
         worst = None
         for arm in self.arms:
             for c in self.roster["characters"]:
@@ -164,10 +177,10 @@ def run_suite(model: str, settings: Settings, *, world_path: Path, pins=None, ye
               responder=None, record=None, log=print, run_dir: Path | None = None, http_client=None) -> dict:
     """The report (urd.planting.report) of one run; `status` says whether it completed.
     `responder`: the scripted arm's (default: the roster's tables, urd.planting.scripted)."""
+    p = settings.raw["planting"]
+    cal = judge_mod.load_set(p["judge"]["calibration_set"], p["judge"]["registry"])  # before a store is cleared
     run = Run(settings, model, world_path=world_path, pins=pins, yes=yes, roster=roster, responder=responder,
               record=record, log=log, run_dir=run_dir, http_client=http_client)
-    p = run.p
-    cal = judge_mod.load_set(p["judge"]["calibration_set"], p["judge"]["registry"])
     state = {"status": "complete", "stop": None, "calibration": None, "gate": None}
     try:
         run.fill_store()
@@ -184,8 +197,8 @@ def run_suite(model: str, settings: Settings, *, world_path: Path, pins=None, ye
         state.update(status="stopped", stop={"at": STOP_GATE, "why": str(exc)})
     except CeilingReached as exc:
         state.update(status="incomplete", stop={"at": STOP_CEILING, "why": str(exc)})
-    except LLMError as exc:
-        state.update(status="incomplete", stop={"at": "call failed", "why": str(exc)})
+    except LLMError as exc:  # a failed, refused or cut call: the run did not measure what it set out to
+        state.update(status="failed", stop={"at": "a call failed", "why": str(exc)})
     finally:
         run.store.close()
     return report.build(run, state, world_sha256=sha256_file(run.world_path), calibration=cal)

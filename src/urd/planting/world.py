@@ -29,7 +29,9 @@ ROSTER_PATH = Path(__file__).parent / "data" / "roster.json"
 PLANTS = ("wound", "promise", "identity")
 PLANT_CATEGORY = {"wound": "conflict", "promise": "promise", "identity": "recognition"}
 VARIANTS = ("unplanted", "planted", "apologised")
-KEPT_SHARE = (3, 4)  # an ordinary promise is kept with probability 3/4
+KEPT_SHARE = (3, 4)  # an ordinary promise is meant to be kept with probability 3/4; fewer are (about
+# two in three), when its keeping falls on a plant's slot, a promise or another keeping
+ORDINARY = "school"  # what a plant's slot holds in place of a drawn promise
 
 
 @dataclass(frozen=True)
@@ -141,22 +143,26 @@ def character_events(master_seed: int, seed: int, variant: str, c: dict, filler:
         due = [(pid, slots) for pid, slots in open_promises.pop(term, []) if s.below(KEPT_SHARE[1]) < KEPT_SHARE[0]]
         keep_at = {1 + s.below(shape.events_per_term): item for item in due}
         for n in range(1, shape.events_per_term + 1):
-            # the filler draw happens whatever the slot holds, so the variants stay in step
+            plant = at.get((term, n))
+            # the filler draw happens whatever the slot holds, so the variants stay in step; a
+            # plant's slot (the apology's too) never holds an ordinary promise or keeps one, in
+            # any variant, so the due promises never differ between variants
             category = s.choice(cats)
+            if category == "promise" and plant is not None:
+                category = ORDINARY
             if category == "promise":
                 due_term = min(term + 1 + s.below(2), shape.terms + 1)
                 text, slots = _fill(filler["promise"], name, s, pools, due=str(due_term))
                 ev = Event(seed, variant, c["id"], term, n, "promise", text, due_term=due_term)
-                if due_term <= shape.terms and (term, n) not in at:  # a plant's slot is never kept
+                if due_term <= shape.terms:
                     open_promises.setdefault(due_term, []).append((ev.id, slots))
             else:
                 text, _ = _fill(s.choice(filler["categories"][category]), name, s, pools)
                 ev = Event(seed, variant, c["id"], term, n, category, text)
-            if n in keep_at and not ev.due_term:
+            if n in keep_at and not ev.due_term and plant is None:
                 pid, slots = keep_at[n]
                 ev = Event(seed, variant, c["id"], term, n, "promise", _fill(filler["kept"], name, s, pools, **slots)[0],
                            closes=pid)
-            plant = at.get((term, n))
             if plant == "apology":
                 if variant == "apologised":
                     ev = Event(seed, variant, c["id"], term, n, "conflict", c["plants"]["wound"]["apology"], plant="apology")
