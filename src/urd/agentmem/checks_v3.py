@@ -15,7 +15,6 @@ from . import checks_v2
 
 VERSION = 3
 CASES = checks_v2.CASES
-RESIDENCE, RESIDENCE_OR_FLIGHT, TRIP_WORDS = checks_v2.RESIDENCE, checks_v2.RESIDENCE_OR_FLIGHT, checks_v2.TRIP_WORDS
 
 
 def fields(case) -> frozenset:

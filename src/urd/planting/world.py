@@ -80,13 +80,6 @@ def load_roster(path: str | Path = ROSTER_PATH) -> dict:
     return roster
 
 
-def character(roster: dict, cid: str) -> dict:
-    for c in roster["characters"]:
-        if c["id"] == cid:
-            return c
-    raise InputError("roster", "character", f"one of {[c['id'] for c in roster['characters']]}", cid)
-
-
 @dataclass(frozen=True)
 class Shape:
     terms: int = 6
