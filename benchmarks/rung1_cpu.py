@@ -28,6 +28,7 @@ from pathlib import Path
 import torch
 
 from urd.backbone.adapter import Backbone
+from urd.backbone.batch import prefill as sequence_prefill
 from urd.backbone.tiny import write_tiny_checkpoint
 from urd.core.config import load_config
 from urd.data import calibrate, views
@@ -94,9 +95,9 @@ def run_batched(bb, config, budgets, episodes, decode, systems, counter, irr):
     for task, eps in episodes.items():
         a, b = [views.session_a(e) for e in eps], [views.session_b(e) for e in eps]
         cache = {}
-        for ep in a:  # the prefill job
+        for ep in a:  # the prefill job (urd.harness.prefill), through the sequence pass as there
             tokens = bb.tokenizer.encode(ep["transcript"])
-            cache[ep["episode"]] = (tokens, *bb.prefill(tokens))
+            cache[ep["episode"]] = (tokens, *sequence_prefill(bb, tokens))
             irr.text(ep["transcript"])
 
         def cached_handle(cache=cache):

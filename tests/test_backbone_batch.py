@@ -142,13 +142,17 @@ def test_the_sequence_pass_prefill_matches_the_packages_prefill(bb, episodes, mo
     torch.testing.assert_close(one_logits, bb.prefill(tokens[:1])[0], rtol=1e-5, atol=1e-5)
 
 
-def test_padding_in_a_ragged_sequence_pass_leaves_each_rows_state_at_its_last_token(bb):
-    """Rows of 9, 3, 1 and 0 tokens in one [4, 9] pass: each row's state is the state of its own
-    tokens passed alone (the padding decays nothing and adds nothing)."""
-    rows = [bb.tokenizer.encode("Record: the code for jijip is ZX")[:9], [11, 12, 13], [40], []]
+@pytest.mark.parametrize("width", [9, 45])  # the WKV steps below SEQ_WKV_MIN_TOKENS, runs in chunks from it
+def test_padding_in_a_ragged_sequence_pass_leaves_each_rows_state_at_its_last_token(bb, width):
+    """Rows of `width`, 3, 1 and 0 tokens in one [4, width] pass: each row's state is the state of
+    its own tokens passed alone (the padding decays nothing and adds nothing)."""
+    assert (width < batch.SEQ_WKV_MIN_TOKENS) == (width == 9)
+    text = "Record: the code for jijip is ZXGC9Y7YDGQN, and the code for kadop is QQ7."
+    rows = [bb.tokenizer.encode(text * 3)[:width], [11, 12, 13], [40], []]
+    assert len(rows[0]) == width
     _, start = bb.prefill(bb.tokenizer.encode("context\n"))
     lengths = torch.tensor([len(r) for r in rows])
-    padded = torch.tensor([r + [0] * (9 - len(r)) for r in rows])
+    padded = torch.tensor([r + [0] * (width - len(r)) for r in rows])
     got = batch.forward_seq_batch(bb.model, padded, stack_state(start, 4), lengths)
     for b, r in enumerate(rows):
         want = batch.advance(bb, r, start) if r else start

@@ -7,16 +7,18 @@ package model's own weights. `generate_groups` takes several contexts (a state a
 prompts each: the episodes of a cell), prefills each context's common prompt prefix once, then
 runs the prompt tokens every row still has before its last one as one sequence
 (`forward_seq_batch`: each projection over all B x T tokens at once, only the WKV recurrence
-stepping through time), then steps every row one token at a time (the rest of its prompt, then
-its last generated token) and stops each row by exactly `Backbone.generate`'s rules.
+running through time, in chunks of matrix products), then steps every row one token at a time
+(the rest of its prompt, then its last generated token) and stops each row by exactly
+`Backbone.generate`'s rules.
 
 Numerics: the operations are the package's, except that the WKV update multiplies the state
 by its rank-1 term as two matrix-vector products where the package forms the N x N matrix
-(N^2 instead of N^3 operations); a [B, C] @ [C, D] product may also round differently from a
-[C] @ [C, D] one, and a prompt's last tokens go step by step here where `generate` runs the
-whole prompt through `forward_seq`. Logits agree to ~1e-5; a greedy token can only differ on a near-tie,
-which tests/test_backbone_batch.py and benchmarks/rung1_cpu.py count against the sequential
-decoder.
+(N^2 instead of N^3 operations); a sequence pass of 16 tokens or more sums the same recurrence
+chunk by chunk (urd.backbone.wkv_chunked); a [B, C] @ [C, D] product may also round
+differently from a [C] @ [C, D] one, and a prompt's last tokens go step by step here where
+`generate` runs the whole prompt through `forward_seq`. Logits agree to ~1e-5; a greedy token
+can only differ on a near-tie, which tests/test_backbone_batch.py, benchmarks/rung1_cpu.py and
+benchmarks/batch_equivalence.py count against the sequential decoder.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import torch.nn.functional as F
 from ..core.errors import UrdError
 from .adapter import END, MAX_BYTES, MAX_NEW_TOKENS, STOP, Generation
 from .tokenizer import END_OF_TEXT
+from .wkv_chunked import wkv7_chunked
 
 SEQ_MIN_TOKENS = 2  # below this a sequence pass saves nothing over stepping
 _ATT = ("x_r", "x_w", "x_k", "x_v", "x_a", "x_g", "w0", "w1", "w2", "a0", "a1", "a2", "v0", "v1",
@@ -96,8 +99,8 @@ def _tmix(inplace: bool, layer_id: int, H: int, N: int, x, x_prev, v_first, stat
 def _tmix_seq(lengths, layer_id: int, H: int, N: int, x, x_prev, v_first, state, x_r, x_w, x_k, x_v, x_a,
               x_g, w0, w1, w2, a0, a1, a2, v0, v1, v2, g1, g2, k_k, k_a, r_k, R_, K_, V_, O_, ln_w, ln_b):
     """RWKV_x070_TMix_seq over rows: x, v_first [B, T, C]; x_prev [B, C]; state [B, H, N, N] fp32
-    (updated in place). Every projection runs once over all B x T tokens; only the WKV recurrence
-    steps through time, by the same rank-1 update as `_tmix`. `lengths` ([B], or None: all T):
+    (the caller's: it may be updated in place). Every projection runs once over all B x T tokens;
+    only the WKV recurrence runs through time (`_wkv_seq`). `lengths` ([B], or None: all T):
     row b's tokens are its first lengths[b]; past them its state does not move (decay 1, no
     update: exactly the state at its last token) and its token shift is that token's."""
     B, T, C = x.shape
@@ -112,20 +115,40 @@ def _tmix_seq(lengths, layer_id: int, H: int, N: int, x, x_prev, v_first, state,
     if lengths is not None:  # padding: S * 1 + sa * 0 + v * 0 leaves S exactly as it was
         pad = (torch.arange(T, device=x.device)[None, :] >= lengths[:, None])[:, :, None, None]
         w, b, kf = w.masked_fill(pad, 1.0), b.masked_fill(pad, 0.0), kf.masked_fill(pad, 0.0)
-    ys = []
-    for t in range(T):
-        prod = state @ torch.stack((nkk[:, t], w[:, t] * rf[:, t]), dim=-1)  # [B, H, N, 2]
-        sa, y = prod[..., :1], prod[..., 1]
-        ys.append(y + sa.squeeze(-1) * (b[:, t] * rf[:, t]).sum(-1, keepdim=True)
-                  + vf[:, t] * (kf[:, t] * rf[:, t]).sum(-1, keepdim=True))
-        state.mul_(w[:, t].view(B, H, 1, N))
-        state.addcmul_(sa, b[:, t].view(B, H, 1, N))
-        state.addcmul_(vf[:, t].view(B, H, N, 1), kf[:, t].view(B, H, 1, N))
-    y = torch.stack(ys, dim=1).to(dtype=x.dtype)  # [B, T, H, N]
+    y, state = _wkv_seq(state, rf, w, kf, vf, nkk, b)
+    y = y.to(dtype=x.dtype)  # [B, T, H, N]
 
     xx = F.group_norm(y.reshape(B * T, C), num_groups=H, weight=ln_w, bias=ln_b, eps=64e-5).view(B, T, C)
     xx = xx + ((r * k * r_k).view(B, T, H, N).sum(dim=-1, keepdim=True) * v.view(B, T, H, N)).view(B, T, C)
     return (xx * g) @ O_, _last(x, x_prev, lengths), state, v_first
+
+
+SEQ_WKV_CHUNK = 32  # a sequence pass of at least SEQ_WKV_MIN_TOKENS runs its WKV in chunks of this
+SEQ_WKV_MIN_TOKENS = 16  # below this, stepping is faster (timed at B = 1 and 24, 0.1B shape)
+
+
+def _wkv_seq(state, r, w, k, v, a, b):
+    """The WKV recurrence over r, w, k, v, a, b [B, T, H, N] from state [B, H, N, N] (the caller's,
+    updated in place when stepping): (y [B, T, H, N], the new state). From SEQ_WKV_MIN_TOKENS on,
+    urd.backbone.wkv_chunked's matrix products within chunks (rows folded into heads): the same
+    recurrence summed in another order, about 4x faster than stepping at T = 512."""
+    B, T, H, N = r.shape
+    if T >= SEQ_WKV_MIN_TOKENS:
+        def fold(x):
+            return x.transpose(0, 1).reshape(T, B * H, N)
+
+        y, s = wkv7_chunked(state.reshape(B * H, N, N), *map(fold, (r, w, k, v, a, b)), chunk=min(SEQ_WKV_CHUNK, T))
+        return y.view(T, B, H, N).transpose(0, 1), s.view(B, H, N, N)
+    ys = []
+    for t in range(T):
+        prod = state @ torch.stack((a[:, t], w[:, t] * r[:, t]), dim=-1)  # [B, H, N, 2]
+        sa, y = prod[..., :1], prod[..., 1]
+        ys.append(y + sa.squeeze(-1) * (b[:, t] * r[:, t]).sum(-1, keepdim=True)
+                  + v[:, t] * (k[:, t] * r[:, t]).sum(-1, keepdim=True))
+        state.mul_(w[:, t].view(B, H, 1, N))
+        state.addcmul_(sa, b[:, t].view(B, H, 1, N))
+        state.addcmul_(v[:, t].view(B, H, N, 1), k[:, t].view(B, H, 1, N))
+    return torch.stack(ys, dim=1), state
 
 
 def _last(x, x_prev, lengths):
@@ -166,21 +189,22 @@ def forward_batch(model, tokens: torch.Tensor, state: list, rows: torch.Tensor |
     return _head(model, x).float(), new_state
 
 
-_HEAD_T: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_HEAD: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _head(model, x):
-    """x [B, C] @ head [C, vocab]. For several rows, the product of the transposed head (a
-    contiguous [vocab, C] copy, made once a model) with x^T: CPU BLAS runs that shape about
-    1.6x faster from 4 rows up (benchmarks/rung1_cpu.py), and each logit is still one row's
-    C-term dot product (the sum may round in another order: see the module note)."""
+    """x [B, C] @ head [C, vocab]: on the CPU through oneDNN's linear over a [vocab, C] copy of the
+    head in its own layout (made once a model), which runs the product 1.3-1.5x faster than
+    MKL's x @ head at B = 1 and from 8 rows up (timed at the 0.1B shape on 2 cores, 2-4 rows
+    lose about 4 ms). Each logit is still one row's C-term dot product; the sum may round in
+    another order (see the module note)."""
     head = model.z["head.weight"]
-    if x.shape[0] == 1:
+    if x.device.type != "cpu" or x.dtype != torch.float32 or not torch.backends.mkldnn.is_available():
         return x @ head
-    head_t = _HEAD_T.get(model)
-    if head_t is None:
-        head_t = _HEAD_T[model] = head.t().contiguous()
-    return (head_t @ x.t()).t()
+    packed = _HEAD.get(model)
+    if packed is None:
+        packed = _HEAD[model] = head.t().contiguous().to_mkldnn()
+    return torch.ops.aten.mkldnn_linear(x.contiguous().to_mkldnn(), packed, None).to_dense()
 
 
 def _cmix_seq(lengths, x, x_prev, x_k, K_, V_):
@@ -196,7 +220,7 @@ def forward_seq_batch(model, tokens: torch.Tensor, state: list, lengths: torch.T
     """T tokens for each of B rows ([B, T] int64), each from its own batched state, no logits:
     the prompt tokens that precede each row's last one. `lengths` ([B]): row b has only its
     first lengths[b] tokens (the rest is padding, which changes nothing). The caller owns
-    `state`: its WKV matrices are updated in place and the returned list holds the new slots."""
+    `state`: its WKV matrices may be updated in place; the returned list holds the new slots."""
     return _blocks(model, model.z["emb.weight"][tokens], state, functools.partial(_tmix_seq, lengths),
                    functools.partial(_cmix_seq, lengths))[1]
 
@@ -225,9 +249,10 @@ PREFILL_CHUNK = 512  # tokens a sequence pass takes at once (bounds the [T, 4C] 
 
 def advance(backbone, tokens: Sequence[int], state=None) -> list:
     """The state after `tokens` from `state` (None: the zero state; never modified), through this
-    module's sequence pass: each projection over a whole chunk at once, only the WKV recurrence
-    stepping (about 1.7x the package's `forward` at the 0.1B shape on 2 cores; it rounds like
-    `forward_seq_batch`, see the module note). Counts the tokens on the backbone's meter."""
+    module's sequence pass: each projection over a whole chunk at once, the WKV recurrence in
+    chunks of matrix products (1.6x the package's `forward` at 800 tokens, 2.1x at 3,000, 0.1B
+    shape, 2 cores; it rounds like `forward_seq_batch`, see the module note). Counts the tokens
+    on the backbone's meter."""
     toks = backbone._check_tokens(tokens)
     if state is not None:
         backbone.layout.check(state)
