@@ -37,7 +37,7 @@ if REPLAY_RECIPES:
             # torch threads from config, not {threads}: Snakemake lowers {threads} to --cores,
             # and a CPU run's bytes depend on the thread count
             threads=REPLAY_SETTINGS.get("threads", 1),
-            wkv=REPLAY_SETTINGS.get("wkv", "chunked"),
+            wkv=REPLAY_SETTINGS.get("wkv", "auto"),
             chunk=REPLAY_SETTINGS.get("wkv_chunk", 64),
             checkpoint_layers=bool(REPLAY_SETTINGS.get("checkpoint_layers")),
             out_dir=lambda wc: f"artifacts/replay/{wc.scale}/{wc.recipe}/{wc.sha}",

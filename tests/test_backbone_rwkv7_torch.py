@@ -141,3 +141,29 @@ def test_token_meter_and_input_checks(pair):
         m.forward([65536])
     with pytest.raises(InputError):
         m.loss([1])  # nothing to predict
+    for bad in (-5, 65536):  # only -100 is "ignored"; anything else outside the vocabulary is refused
+        with pytest.raises(InputError, match="target id"):
+            m.loss([1, 2, 3], targets=[2, bad, -100])
+
+
+def test_the_loss_gradient_formed_in_the_forward_pass_is_autograds(pair):
+    """The fused head (its gradient formed chunk by chunk in the forward pass) against plain
+    autograd through the whole [T, vocab] logits, with ignored targets and a ragged last chunk."""
+    _, m = pair
+    toks = torch.randint(1, 65530, (70,), generator=torch.Generator().manual_seed(9))
+    tg = torch.cat((toks[1:], toks.new_full((1,), -100)))
+    tg[10:25] = -100
+    ts0 = 0.3 * _random_state(m, 6)[0]
+    grads, losses = [], []
+    for fused in (True, False):
+        ts = ts0.clone().requires_grad_()
+        if fused:
+            loss = m.loss(toks, ts, targets=tg, head_chunk=32)
+        else:
+            loss = F.cross_entropy(m.forward(toks, ts), tg, ignore_index=-100)
+        (2.5 * loss).backward()  # the incoming gradient scales the kept one
+        grads.append(ts.grad)
+        losses.append(loss.detach())
+    torch.testing.assert_close(losses[0], losses[1], **TOL)
+    torch.testing.assert_close(grads[0], grads[1], rtol=1e-4, atol=1e-7)
+    assert grads[1].abs().max() > 1e-4  # the comparison is not of zeros

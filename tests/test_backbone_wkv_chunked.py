@@ -80,5 +80,3 @@ def test_the_model_loss_and_state_gradient_are_the_same_with_either_wkv():
         out[wkv] = (loss.detach(), ts.grad)
     torch.testing.assert_close(out["chunked"][0], out["sequential"][0], rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(out["chunked"][1], out["sequential"][1], rtol=1e-3, atol=1e-6)
-    with pytest.raises(ValueError, match="wkv"):
-        RWKV7(sd, wkv="fla")

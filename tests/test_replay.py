@@ -113,7 +113,7 @@ def tune(checkpoint, data, sha, recipe, settings, out, episode=0):
     return tune_main([
         "--checkpoint", str(checkpoint), "--data", str(data), "--task", "t2", "--episode", str(episode),
         "--sha256", sha, "--recipe", recipe, "--scale", "tiny", "--settings", json.dumps({**OPT, **settings}),
-        "--factor", "10", "--threads", "1", "--out-dir", str(out),
+        "--factor", "10", "--threads", "1", "--device", "cpu", "--out-dir", str(out),
     ])
 
 
@@ -141,6 +141,8 @@ def test_tuning_is_deterministic_and_lowers_the_transcript_loss(tiny_checkpoint,
     assert a.costs["trained_tokens"] == 2 * T and a.costs["token_cap"] == 10 * T
     assert a.costs["steps"] == 2 and a.costs["ctx"] == T and a.costs["out_of_contract"] is False
     assert a.costs["device"].startswith("cpu") and a.costs["torch_threads"] == 1
+    # auto on the CPU runs the chunked WKV, and the record says which path ran
+    assert a.costs["wkv"] == {"path": "chunked", "requested": "auto", "chunk": 64}
     assert a.costs["artifact_sha256"] == sha256_bytes((first / "time_state.npy").read_bytes())
     # the learned state does what tuning is for: the transcript is likelier from it than from zero
     m = RWKV7.load(tiny_checkpoint)

@@ -244,7 +244,9 @@ def _blocks(model, x, state: list, tmix, cmix):
     return x, new_state
 
 
-PREFILL_CHUNK = 512  # tokens a sequence pass takes at once (bounds the [T, 4C] activations)
+# tokens a sequence pass takes at once: bounds the [B, T, 4C] activations and the chunked WKV's
+# [B * H, T / 32, N, N] per-chunk matrices (3 MB each for one row of 512 tokens at the 0.1B shape)
+PREFILL_CHUNK = 512
 
 
 def advance(backbone, tokens: Sequence[int], state=None) -> list:

@@ -1,4 +1,8 @@
-"""CPU timings of the backbone on random weights: `python -m urd.backbone.bench [--out F.json]`.
+"""Timings of the backbone on random weights: `python -m urd.backbone.bench [--out F.json]`.
+
+On the CPU by default; the state-tuning stages run on CUDA where torch sees a GPU (on a GPU machine,
+`pip install -e '.[gpu]' && python -m urd.backbone.bench --train-only` adds fla's kernels and prints
+trained tokens a second per WKV path).
 
 Each stage runs in its own process so peak RSS belongs to that stage alone. Speeds are the best
 of `--repeats` runs (the machine may be shared); token ids are fixed pseudo-random ids.
@@ -85,7 +89,7 @@ def stage_train(shape: str, tokens: int, repeats: int, checkpoint_layers: bool, 
         runs.append((f, time.perf_counter() - t))
     f, total = min(runs, key=lambda r: r[1])
     gpu_mb = round(torch.cuda.max_memory_allocated() / 2**20) if device.type == "cuda" else None
-    return {"shape": shape, **SHAPES[shape], "tokens": tokens, "wkv": wkv, "device": device.type,
+    return {"shape": shape, **SHAPES[shape], "tokens": tokens, "wkv": m.wkv, "device": device.type,
             "trained_tokens_per_s": round(tokens / total, 1), "peak_gpu_mb": gpu_mb,
             "checkpoint_layers": checkpoint_layers,
             "forward_s": round(f, 2), "forward_backward_s": round(total, 2),
@@ -108,7 +112,8 @@ def main(argv=None) -> int:
                     help="torch threads per stage (0: torch's default). On a shared machine, "
                          "oversubscribed OpenMP threads can be 10x slower than one thread.")
     ap.add_argument("--train-only", action="store_true",
-                    help="only the 0.1B state-tuning step at ctx 2,048, chunked and sequential WKV")
+                    help="only the 0.1B state-tuning step at ctx 2,048: chunked and sequential WKV, chunked with "
+                         "checkpoint_layers, and fla's kernels on a GPU with the gpu extra")
     ap.add_argument("--stage", nargs="+", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.stage:
@@ -125,17 +130,27 @@ def main(argv=None) -> int:
         return 0
     r = str(a.repeats)
     if a.train_only:
-        # one state-tuning step at the 0.1B shape, ctx 2,048, both WKV paths in one run
+        # one state-tuning step at the 0.1B shape, ctx 2,048, every WKV path this machine runs, in one
+        # run (on a GPU with the gpu extra, fla's kernels too)
+        from .wkv_fla import unavailable
+
         chunked = _child(["train", "0.1b", "2048", "0", "chunked", "--repeats", r], a.threads)
         sequential = _child(["train", "0.1b", "2048", "0", "sequential", "--repeats", "1"], a.threads)
-        results = {"train": [chunked, sequential],
+        # and as the tuning job runs by default (config replay.checkpoint_layers: true)
+        recompute = _child(["train", "0.1b", "2048", "1", "chunked", "--repeats", r], a.threads)
+        runs = [chunked, sequential, recompute]
+        if chunked["device"] == "cuda" and unavailable("cuda") is None:
+            runs.append(_child(["train", "0.1b", "2048", "0", "fla", "--repeats", r], a.threads))
+        results = {"train": runs,
                    "speedup": round(sequential["forward_backward_s"] / chunked["forward_backward_s"], 2),
                    "cpu_count": os.cpu_count(), "load_average": os.getloadavg()}
         print(json.dumps(results, indent=2))
-        print(f"0.1B, ctx 2048, one state-tuning step, {chunked['threads']} threads: chunked "
-              f"{chunked['forward_backward_s']} s (peak RSS {chunked['peak_rss_mb']} MB), sequential "
-              f"{sequential['forward_backward_s']} s (peak RSS {sequential['peak_rss_mb']} MB): "
-              f"{results['speedup']}x")
+        where = f"{chunked['threads']} threads" if chunked["device"] == "cpu" else chunked["device"]
+        print(f"0.1B, ctx 2048, one state-tuning step, {where}: " + ", ".join(
+            f"{x['wkv']}{' with checkpoint_layers' if x['checkpoint_layers'] else ''} {x['forward_backward_s']} s "
+            f"({x['trained_tokens_per_s']} trained tokens/s, peak "
+            + (f"RSS {x['peak_rss_mb']} MB)" if x["device"] == "cpu" else f"GPU memory {x['peak_gpu_mb']} MB)")
+            for x in runs) + f"; chunked {results['speedup']}x sequential")
         if a.out:
             from ..core.io import atomic_write_json
 

@@ -19,13 +19,28 @@ import os
 
 import torch
 import torch.nn.functional as F
+from torch.autograd.function import once_differentiable
 from torch.utils.checkpoint import checkpoint
 
 from ..core.errors import InputError
+from . import wkv_fla
 from .wkv import wkv7
 from .wkv_chunked import wkv7_chunked
 
-WKV_PATHS = ("chunked", "sequential")
+WKV_PATHS = ("chunked", "sequential", "fla")
+
+
+def resolve_wkv(wkv: str, device) -> str:
+    """The WKV path a model on `device` runs: "auto" is fla's kernels where they run (CUDA with
+    fla-core installed), else the chunked PyTorch path; a named path is checked."""
+    if wkv == "auto":
+        return "fla" if wkv_fla.unavailable(device) is None else "chunked"
+    if wkv not in WKV_PATHS:
+        raise InputError("replay.wkv", "wkv", f"auto or one of {WKV_PATHS}", wkv)
+    if wkv == "fla" and (why := wkv_fla.unavailable(device)):
+        raise InputError("replay.wkv", "wkv", f"a path that runs on {torch.device(device)}", f"fla: {why}")
+    return wkv
+
 
 _LINEAR = ("receptance.weight", "key.weight", "value.weight", "output.weight")
 
@@ -33,14 +48,14 @@ _LINEAR = ("receptance.weight", "key.weight", "value.weight", "output.weight")
 class RWKV7:
     def __init__(self, weights: dict[str, torch.Tensor], device="cpu", *, wkv_chunk: int = 64,
                  checkpoint_layers: bool = False, wkv: str = "chunked"):
-        """wkv: "chunked" (urd.backbone.wkv_chunked: products within chunks of `wkv_chunk` tokens)
-        or "sequential" (urd.backbone.wkv: token by token, states kept every `wkv_chunk`)."""
-        if wkv not in WKV_PATHS:
-            raise ValueError(f"wkv must be one of {WKV_PATHS}, not {wkv!r}")
-        self.wkv = wkv
+        """wkv: "chunked" (urd.backbone.wkv_chunked: products within chunks of `wkv_chunk` tokens),
+        "sequential" (urd.backbone.wkv: token by token, states kept every `wkv_chunk`), "fla"
+        (urd.backbone.wkv_fla: flash-linear-attention's kernels, CUDA), or "auto" (`resolve_wkv`);
+        `self.wkv` is the path that runs."""
         if any(".s_emb" in k for k in weights):
             raise InputError("checkpoint", "tensors", "a plain RWKV-7 (no DeepEmbed)", "s_emb found")
         self.device = torch.device(device)
+        self.wkv = resolve_wkv(wkv, self.device)
         self.n_head, self.head_size = weights["blocks.0.att.r_k"].shape
         # vectors are stored (1, 1, C) and r_k (H, N); flatten them as the package does
         flat = lambda k, t: t.dim() == 3 or k.endswith("att.r_k")
@@ -89,7 +104,11 @@ class RWKV7:
         args = (s0, hv(r), hv(w), hv(k), hv(v), hv(-kk), hv(kk * a), self.wkv_chunk)
         if self.wkv == "sequential":
             y, sT = wkv7(*args)
-        elif torch.is_grad_enabled():  # keep only the inputs; the chunk products are recomputed in backward
+        elif self.wkv == "fla":  # fla's own backward; it keeps what it needs
+            y, sT = wkv_fla.wkv7_fla(*args)
+        elif torch.is_grad_enabled() and not self.checkpoint_layers:
+            # keep only the inputs; the chunk products are recomputed in backward (under
+            # checkpoint_layers the block's recomputation already holds them one layer at a time)
             y, sT = checkpoint(wkv7_chunked, *args, use_reentrant=False)
         else:
             y, sT = wkv7_chunked(*args)
@@ -162,27 +181,55 @@ class RWKV7:
 
     def loss(self, tokens, time_state=None, *, targets=None, shifts=None, head_chunk: int = 256):
         """Mean next-token cross-entropy. targets: [T] ids, -100 = ignored; default predicts
-        tokens[1:] from tokens[:-1]. The head runs in checkpointed chunks: a 2K x 65536 logit
-        matrix (and its softmax and gradient) is never held whole."""
+        tokens[1:] from tokens[:-1]. The head runs `head_chunk` rows at a time and forms its
+        gradient in the same pass (`_HeadNLL`): a 2K x 65536 logit matrix (and its softmax) is
+        never held whole, nor computed twice."""
         toks = self._tokens(tokens)
         if targets is None:
             targets = torch.cat((toks[1:], toks.new_full((1,), -100)))
         targets = torch.as_tensor(targets, dtype=torch.long, device=self.device)
         if targets.shape != toks.shape:
             raise InputError("targets", "shape", tuple(toks.shape), tuple(targets.shape))
+        bad = targets[(targets != -100) & ((targets < 0) | (targets >= self.vocab_size))]
+        if bad.numel():
+            raise InputError("targets", "target id", f"-100 (ignored) or in [0, {self.vocab_size})", int(bad[0]))
         n = int((targets != -100).sum())
         if n == 0:
             raise InputError("targets", "targets", "at least one target", 0)
         h, _ = self.hidden(toks, time_state, shifts=shifts)
+        return _HeadNLL.apply(h, self.z["head.weight"], targets, head_chunk) / n
 
-        def chunk_nll(hc, tc):
-            return F.cross_entropy(F.linear(hc, self.z["head.weight"]), tc, ignore_index=-100, reduction="sum")
 
+class _HeadNLL(torch.autograd.Function):
+    """The summed next-token NLL of h @ head^T (h [T, C], head [vocab, C] frozen, targets [T] with
+    -100 ignored), chunk by chunk. The loss is the graph's end, so d(NLL)/dh = (softmax - onehot)
+    @ head is formed while each chunk's logits are at hand and kept ([T, C], small): backward
+    only scales it, where autograd would compute the logits again (0.2 TFLOP of a 0.1B step at
+    ctx 2,048)."""
+
+    @staticmethod
+    def forward(ctx, h, head, targets, chunk: int):
+        if head.requires_grad:
+            raise ValueError("_HeadNLL keeps only the gradient of h: the head must be frozen")
         total = h.new_zeros(())
-        for s in range(0, h.shape[0], head_chunk):
-            hc, tc = h[s: s + head_chunk], targets[s: s + head_chunk]
-            if torch.is_grad_enabled():
-                total = total + checkpoint(chunk_nll, hc, tc, use_reentrant=False)
-            else:
-                total = total + chunk_nll(hc, tc)
-        return total / n
+        grad = torch.empty_like(h) if h.requires_grad else None
+        for s in range(0, h.shape[0], chunk):
+            logits = F.linear(h[s: s + chunk], head)
+            tc = targets[s: s + chunk]
+            keep = tc != -100
+            tk = tc.clamp(min=0).unsqueeze(1)
+            lse = torch.logsumexp(logits, dim=1)
+            total = total + ((lse - logits.gather(1, tk).squeeze(1)) * keep).sum()
+            if grad is not None:
+                p = logits.sub_(lse.unsqueeze(1)).exp_()  # softmax, in the logits' memory
+                p.scatter_add_(1, tk, -keep.to(p.dtype).unsqueeze(1))
+                p.mul_(keep.to(p.dtype).unsqueeze(1))
+                grad[s: s + chunk] = p @ head
+        ctx.save_for_backward(grad)
+        return total
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g):
+        (grad,) = ctx.saved_tensors
+        return grad * g, None, None, None

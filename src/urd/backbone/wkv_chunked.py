@@ -9,12 +9,12 @@ so the u_t solve one unit-lower-triangular system,
     (I - A_ab) U = (a ⊙ Γ_{t-1}) S_0^T + A_ak V,   A_xy[t, s] = (x_t ⊙ Γ_{t-1}/Γ_s) · y_s, s < t,
 and the outputs and the next chunk's state are products:
     Y = (r ⊙ Γ) S_0^T + A_rb U + A_rk V   (A_r*[t, s] = (r_t ⊙ Γ_t/Γ_s) · *_s, s <= t),
-    S_L = S_0 diag(Γ_L) + U^T (b ⊙ Γ_L/Γ) + V^T (k ⊙ Γ_L/Γ).
-Everything that does not involve S_0 is computed for all chunks at once; only the last three
-products step from chunk to chunk. The factors Γ_{t-1} and 1/Γ_s are formed apart: RWKV-7's
-decay is at least exp(-e^-0.5) = 0.545 a step, so over a chunk of at most `MAX_CHUNK` tokens
-1/Γ stays below 1e17, and its square (which autograd forms) inside fp32's range; `wkv7_chunked`
-refuses a decay that would not.
+    S_L = S_0 diag(Γ_L) + U^T (b ⊙ Γ_L/Γ) + V^T (k ⊙ Γ_L/Γ) = S_0 M + D.
+Everything that does not involve S_0 (M and D included) is computed for all chunks at once; only
+S_L = S_0 M + D steps from chunk to chunk, and Y then takes every chunk's S_0 in one product.
+The factors Γ_{t-1} and 1/Γ_s are formed apart: RWKV-7's decay is at least exp(-e^-0.5) = 0.545
+a step, so over a chunk of at most `MAX_CHUNK` tokens 1/Γ stays below 1e17, and its square (which
+autograd forms) inside fp32's range; `wkv7_chunked` refuses a decay that would not.
 
 Exactness: the same recurrence, summed in another order: it agrees with `wkv.wkv7` (outputs,
 final state, and every gradient) to float32 rounding; tests/test_backbone_wkv_chunked.py states
@@ -67,11 +67,13 @@ def wkv7_chunked(s0, r, w, k, v, a, b, chunk: int = 32):
     q = r_g + a_rb @ w_a  # Y = q S_0^T + y_local
     g_last = g_incl[:, :, -1:, :]  # Γ_L, [H, n_chunks, 1, N]
     b_out, k_out = b_i * g_last, k_i * g_last  # b ⊙ Γ_L/Γ, k ⊙ Γ_L/Γ
-    ys, S = [], s0
+    # S_L = S_0 M + D with M = diag(Γ_L) + w_a^T b_out, D = u_1^T b_out + V^T k_out: one product
+    # a chunk steps; the outputs then come from every chunk's S_0 at once
+    m_step = torch.diag_embed(g_last.squeeze(2)) + w_a.transpose(-1, -2) @ b_out
+    d_step = u_1.transpose(-1, -2) @ b_out + v.transpose(-1, -2) @ k_out
+    starts, S = [], s0
     for c in range(n_chunks):
-        st = S.transpose(-1, -2)  # [H, K, V]
-        ys.append(q[:, c] @ st + y_local[:, c])
-        u = w_a[:, c] @ st + u_1[:, c]
-        S = S * g_last[:, c] + u.transpose(-1, -2) @ b_out[:, c] + v[:, c].transpose(-1, -2) @ k_out[:, c]
-    y = torch.stack(ys, dim=1).reshape(H, n_chunks * chunk, N)[:, :T].permute(1, 0, 2)
-    return y, S
+        starts.append(S)
+        S = torch.baddbmm(d_step[:, c], S, m_step[:, c])
+    y = q @ torch.stack(starts, dim=1).transpose(-1, -2) + y_local
+    return y.reshape(H, n_chunks * chunk, N)[:, :T].permute(1, 0, 2), S

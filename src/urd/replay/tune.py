@@ -31,6 +31,12 @@ from ..core.io import read_jsonl
 from .artifact import write_artifact
 from .recipe import Recipe, resolve
 
+DETERMINISM = ("the same bytes on the same device, torch threads and WKV path (and torch version); "
+               "another of these may round differently")
+# Triton autotunes fla's block sizes in each process, and a block size orders the sums
+FLA_DETERMINISM = ("not byte-reproducible: fla's kernels choose block sizes by timing in each process, "
+                   "and a block size orders their sums")
+
 
 def device_name(device) -> str:
     import torch
@@ -94,8 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--factor", required=True, type=int, help="the contract's consolidation factor")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", default="auto", help="auto (cuda if available), cpu or cuda[:i]")
-    ap.add_argument("--wkv", choices=("chunked", "sequential"), default="chunked",
-                    help="the WKV path (urd.backbone.rwkv7_torch); a CPU run's bytes depend on it")
+    ap.add_argument("--wkv", choices=("auto", "chunked", "sequential", "fla"), default="auto",
+                    help="the WKV path (urd.backbone.rwkv7_torch.resolve_wkv); the bytes depend on the path run")
     ap.add_argument("--wkv-chunk", type=int, default=64)
     ap.add_argument("--checkpoint-layers", action="store_true", help="recompute block activations in backward")
     ap.add_argument("--out-dir", required=True)
@@ -126,6 +132,10 @@ def main(argv: list[str] | None = None) -> int:
         model = RWKV7.load(args.checkpoint, device, wkv_chunk=args.wkv_chunk,
                            checkpoint_layers=args.checkpoint_layers, wkv=args.wkv)
         loaded = time.monotonic()
+        if args.wkv == "auto" and model.wkv != "fla" and device.type == "cuda":
+            from ..backbone.wkv_fla import unavailable
+
+            log(f"WKV path {model.wkv}, not fla: {unavailable(device)}")
         state, losses = tune_state(model, tokens, recipe, log)
         tuned = time.monotonic()
         if model.tokens_processed != recipe.trained_tokens:
@@ -147,9 +157,9 @@ def main(argv: list[str] | None = None) -> int:
             "losses": losses,
             "device": device_name(device),
             "torch_threads": torch.get_num_threads(),
-            "wkv": {"path": args.wkv, "chunk": args.wkv_chunk},
-            "determinism": "the same bytes on the same device, torch threads and WKV path (and torch version); "
-                           "another of these may round differently",
+            "wkv": {"path": model.wkv, "requested": args.wkv,
+                    "chunk": None if model.wkv == "fla" else args.wkv_chunk},  # fla picks its own
+            "determinism": FLA_DETERMINISM if model.wkv == "fla" else DETERMINISM,
             "wall_time_s": round(tuned - started, 3),
             "load_s": round(loaded - started, 3),
             "tune_s": round(tuned - loaded, 3),
