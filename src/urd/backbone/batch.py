@@ -80,15 +80,9 @@ def _tmix(inplace: bool, layer_id: int, H: int, N: int, x, x_prev, v_first, stat
     #   S' = S diag(w) + (S (-kk)) b^T + v k^T   and   S' r = S (w*r) + (S (-kk)) (b.r) + v (k.r),
     # N^2 work where the package does N^3 (it rounds differently: see the module note). The B x H
     # N x N states are most of the memory a step touches, so nothing else allocates one, and with
-    # `inplace` (the caller owns the state) not even the update does.
-    b = (kk * a).float().view(B, H, N)
-    rf, kf, vf = r.float().view(B, H, N), k.float().view(B, H, N), v.float().view(B, H, N)
-    prod = state @ torch.stack((-kk.float().view(B, H, N), w.view(B, H, N) * rf), dim=-1)  # [B, H, N, 2]
-    sa, y = prod[..., :1], prod[..., 1]
-    y = y + sa.squeeze(-1) * (b * rf).sum(-1, keepdim=True) + vf * (kf * rf).sum(-1, keepdim=True)
-    state = state.mul_(w.view(B, H, 1, N)) if inplace else state * w.view(B, H, 1, N)
-    state.addcmul_(sa, b.view(B, H, 1, N))
-    state.addcmul_(vf.view(B, H, N, 1), kf.view(B, H, 1, N))
+    # `inplace` (the caller owns the state) not even the update does (`_wkv_step`).
+    hn = lambda t: t.float().view(B, H, N)
+    y, state = _wkv_step(state, hn(r), w.view(B, H, N), hn(k), hn(v), hn(-kk), hn(kk * a), inplace)
     xx = y.to(dtype=x.dtype)
 
     xx = F.group_norm(xx.view(B, H * N), num_groups=H, weight=ln_w, bias=ln_b, eps=64e-5)
@@ -141,14 +135,22 @@ def _wkv_seq(state, r, w, k, v, a, b):
         return y.view(T, B, H, N).transpose(0, 1), s.view(B, H, N, N)
     ys = []
     for t in range(T):
-        prod = state @ torch.stack((a[:, t], w[:, t] * r[:, t]), dim=-1)  # [B, H, N, 2]
-        sa, y = prod[..., :1], prod[..., 1]
-        ys.append(y + sa.squeeze(-1) * (b[:, t] * r[:, t]).sum(-1, keepdim=True)
-                  + v[:, t] * (k[:, t] * r[:, t]).sum(-1, keepdim=True))
-        state.mul_(w[:, t].view(B, H, 1, N))
-        state.addcmul_(sa, b[:, t].view(B, H, 1, N))
-        state.addcmul_(v[:, t].view(B, H, N, 1), k[:, t].view(B, H, 1, N))
+        y, state = _wkv_step(state, r[:, t], w[:, t], k[:, t], v[:, t], a[:, t], b[:, t], inplace=True)
+        ys.append(y)
     return torch.stack(ys, dim=1), state
+
+
+def _wkv_step(state, r, w, k, v, a, b, inplace: bool):
+    """One WKV step for rows: r, w, k, v, a (= -kk), b (= kk * iclr) [B, H, N] fp32; state
+    [B, H, N, N] fp32 -> (y [B, H, N], the new state; `state` itself when `inplace`)."""
+    B, H, N = r.shape
+    prod = state @ torch.stack((a, w * r), dim=-1)  # [B, H, N, 2]
+    sa, y = prod[..., :1], prod[..., 1]
+    y = y + sa.squeeze(-1) * (b * r).sum(-1, keepdim=True) + v * (k * r).sum(-1, keepdim=True)
+    state = state.mul_(w.view(B, H, 1, N)) if inplace else state * w.view(B, H, 1, N)
+    state.addcmul_(sa, b.view(B, H, 1, N))
+    state.addcmul_(v.view(B, H, N, 1), k.view(B, H, 1, N))
+    return y, state
 
 
 def _last(x, x_prev, lengths):
