@@ -39,6 +39,7 @@ if REPLAY_RECIPES:
             threads=REPLAY_SETTINGS.get("threads", 1),
             wkv=REPLAY_SETTINGS.get("wkv", "auto"),
             chunk=REPLAY_SETTINGS.get("wkv_chunk", 64),
+            precision=REPLAY_SETTINGS.get("precision", "fp32"),
             checkpoint_layers=bool(REPLAY_SETTINGS.get("checkpoint_layers")),
             out_dir=lambda wc: f"artifacts/replay/{wc.scale}/{wc.recipe}/{wc.sha}",
             code=W.code_digest("urd.replay.tune"),

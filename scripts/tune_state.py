@@ -7,5 +7,6 @@ i, w, p = sm.input, sm.wildcards, sm.params
 run(sm, main, ["--checkpoint", i.model, "--checkpoint-stamp", i.model_checked, "--data", i.data,
                "--task", p.task, "--episode", p.episode, "--sha256", w.sha, "--recipe", w.recipe,
                "--scale", w.scale, "--settings", p.settings, "--factor", p.factor, "--threads", p.threads,
-               "--wkv", p.wkv, "--wkv-chunk", p.chunk, *(["--checkpoint-layers"] if p.checkpoint_layers else []),
+               "--wkv", p.wkv, "--wkv-chunk", p.chunk, "--precision", p.precision,
+               *(["--checkpoint-layers"] if p.checkpoint_layers else []),
                "--out-dir", p.out_dir, "--verified", i.model_checked, i.checked])

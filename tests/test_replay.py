@@ -109,11 +109,11 @@ def keep_threads():
     torch.set_num_threads(n)  # the tuning CLI sets its own; give the session back its count
 
 
-def tune(checkpoint, data, sha, recipe, settings, out, episode=0):
+def tune(checkpoint, data, sha, recipe, settings, out, episode=0, *extra):
     return tune_main([
         "--checkpoint", str(checkpoint), "--data", str(data), "--task", "t2", "--episode", str(episode),
         "--sha256", sha, "--recipe", recipe, "--scale", "tiny", "--settings", json.dumps({**OPT, **settings}),
-        "--factor", "10", "--threads", "1", "--device", "cpu", "--out-dir", str(out),
+        "--factor", "10", "--threads", "1", "--device", "cpu", "--out-dir", str(out), *extra,
     ])
 
 
@@ -143,6 +143,7 @@ def test_tuning_is_deterministic_and_lowers_the_transcript_loss(tiny_checkpoint,
     assert a.costs["device"].startswith("cpu") and a.costs["torch_threads"] == 1
     # auto on the CPU runs the chunked WKV, and the record says which path ran
     assert a.costs["wkv"] == {"path": "chunked", "requested": "auto", "chunk": 64}
+    assert a.costs["precision"] == "fp32" and "precision" in a.costs["determinism"]
     assert a.costs["artifact_sha256"] == sha256_bytes((first / "time_state.npy").read_bytes())
     # the learned state does what tuning is for: the transcript is likelier from it than from zero
     m = RWKV7.load(tiny_checkpoint)
@@ -150,6 +151,19 @@ def test_tuning_is_deterministic_and_lowers_the_transcript_loss(tiny_checkpoint,
         zero = m.loss(encode(ep["transcript"]), m.zero_time_state()).item()
         tuned = m.loss(encode(ep["transcript"]), torch.from_numpy(a.state)).item()
     assert tuned < zero - 0.01, (zero, tuned)
+
+
+def test_bf16_tuning_is_recorded_and_lands_near_the_fp32_state(tiny_checkpoint, t2_data, artifacts, tmp_path):
+    data, _, sha = t2_data
+    assert tune(tiny_checkpoint, data, sha, "replay_tune", {"steps": 2}, tmp_path / sha, 0, "--precision", "bf16") == 0
+    fp32, bf16 = read_artifact(artifacts / "replay_tune" / sha), read_artifact(tmp_path / sha)
+    assert bf16.costs["precision"] == "bf16" and fp32.costs["precision"] == "fp32"
+    # another precision, other bytes (hence its own record), but nearly the same learned state: Adam's
+    # first steps at lr 1 are sign-like, so a component whose gradient is near zero may flip (0.995 seen)
+    assert bf16.costs["artifact_sha256"] != fp32.costs["artifact_sha256"]
+    a, b = (torch.from_numpy(x.state).flatten().double() for x in (fp32, bf16))
+    assert torch.nn.functional.cosine_similarity(a, b, dim=0) > 0.98
+    assert bf16.costs["losses"] == pytest.approx(fp32.costs["losses"], rel=1e-3)
 
 
 def test_tuning_refuses_a_transcript_that_is_not_the_one_named(tiny_checkpoint, t2_data, tmp_path, capsys):

@@ -64,7 +64,8 @@ def stage_inference(shape: str, prefill_tokens: int, decode_tokens: int, repeats
             "decode_ms_per_token": round(1000 * min(decode), 2), "peak_rss_mb": round(_peak_rss_mb())}
 
 
-def stage_train(shape: str, tokens: int, repeats: int, checkpoint_layers: bool, wkv: str = "chunked") -> dict:
+def stage_train(shape: str, tokens: int, repeats: int, checkpoint_layers: bool, wkv: str = "chunked",
+                precision: str = "fp32") -> dict:
     import torch
 
     from .rwkv7_torch import RWKV7
@@ -73,7 +74,7 @@ def stage_train(shape: str, tokens: int, repeats: int, checkpoint_layers: bool, 
     torch.set_flush_denormal(True)  # as the tuning job runs
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     m = RWKV7(random_state_dict(0, **SHAPES[shape]), device, checkpoint_layers=checkpoint_layers, wkv=wkv,
-              wkv_chunk=WKV_CHUNK)
+              wkv_chunk=WKV_CHUNK, precision=precision)
     rss_weights = _peak_rss_mb()
     toks = torch.tensor(_tokens(tokens), device=device)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
@@ -91,7 +92,7 @@ def stage_train(shape: str, tokens: int, repeats: int, checkpoint_layers: bool, 
     gpu_mb = round(torch.cuda.max_memory_allocated() / 2**20) if device.type == "cuda" else None
     return {"shape": shape, **SHAPES[shape], "tokens": tokens, "wkv": m.wkv, "device": device.type,
             "trained_tokens_per_s": round(tokens / total, 1), "peak_gpu_mb": gpu_mb,
-            "checkpoint_layers": checkpoint_layers,
+            "checkpoint_layers": checkpoint_layers, "precision": precision,
             "forward_s": round(f, 2), "forward_backward_s": round(total, 2),
             "forward_backward_s_per_512": round(total * 512 / tokens, 2),
             "peak_rss_mb": round(_peak_rss_mb()), "rss_after_weights_mb": round(rss_weights),
@@ -113,7 +114,7 @@ def main(argv=None) -> int:
                          "oversubscribed OpenMP threads can be 10x slower than one thread.")
     ap.add_argument("--train-only", action="store_true",
                     help="only the 0.1B state-tuning step at ctx 2,048: chunked and sequential WKV, chunked with "
-                         "checkpoint_layers, and fla's kernels on a GPU with the gpu extra")
+                         "checkpoint_layers in fp32 and in bf16, and fla's kernels on a GPU with the gpu extra")
     ap.add_argument("--stage", nargs="+", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.stage:
@@ -125,32 +126,40 @@ def main(argv=None) -> int:
         if kind == "inference":
             res = stage_inference(shape, int(rest[0]), int(rest[1]), a.repeats)
         else:
-            res = stage_train(shape, int(rest[0]), a.repeats, rest[1] == "1", rest[2] if len(rest) > 2 else "chunked")
+            res = stage_train(shape, int(rest[0]), a.repeats, rest[1] == "1", *rest[2:4])
         print(json.dumps(res))
         return 0
     r = str(a.repeats)
     if a.train_only:
         # one state-tuning step at the 0.1B shape, ctx 2,048, every WKV path this machine runs, in one
         # run (on a GPU with the gpu extra, fla's kernels too)
+        import torch
+
         from .wkv_fla import unavailable
 
-        chunked = _child(["train", "0.1b", "2048", "0", "chunked", "--repeats", r], a.threads)
-        sequential = _child(["train", "0.1b", "2048", "0", "sequential", "--repeats", "1"], a.threads)
-        # and as the tuning job runs by default (config replay.checkpoint_layers: true)
-        recompute = _child(["train", "0.1b", "2048", "1", "chunked", "--repeats", r], a.threads)
-        runs = [chunked, sequential, recompute]
-        if chunked["device"] == "cuda" and unavailable("cuda") is None:
-            runs.append(_child(["train", "0.1b", "2048", "0", "fla", "--repeats", r], a.threads))
-        results = {"train": runs,
-                   "speedup": round(sequential["forward_backward_s"] / chunked["forward_backward_s"], 2),
-                   "cpu_count": os.cpu_count(), "load_average": os.getloadavg()}
+        # checkpoint_layers 1 with fp32 is how the tuning job runs by default (config replay.*)
+        stages = [["0", "chunked"], ["0", "sequential"], ["1", "chunked"], ["1", "chunked", "bf16"]]
+        if torch.cuda.is_available() and unavailable("cuda") is None:
+            stages.append(["0", "fla"])
+        # round-robin, `--repeats` rounds of every path (each a warm-up step and a timed one), the best
+        # round of each kept: a shared machine drifts over minutes, and drift should not become a ratio
+        rounds = [[_child(["train", "0.1b", "2048", *st, "--repeats", "2"], a.threads) for st in stages]
+                  for _ in range(a.repeats)]
+        runs = [min(col, key=lambda x: x["forward_backward_s"]) for col in zip(*rounds)]
+        for x, col in zip(runs, zip(*rounds)):
+            x["rounds_s"] = [y["forward_backward_s"] for y in col]
+        chunked, sequential = runs[0], runs[1]
+        for x in runs:  # each against the token-by-token WKV in fp32, the path chunking replaced
+            x["speedup_vs_sequential"] = round(sequential["forward_backward_s"] / x["forward_backward_s"], 2)
+        results = {"train": runs, "cpu_count": os.cpu_count(), "load_average": os.getloadavg()}
         print(json.dumps(results, indent=2))
         where = f"{chunked['threads']} threads" if chunked["device"] == "cpu" else chunked["device"]
-        print(f"0.1B, ctx 2048, one state-tuning step, {where}: " + ", ".join(
-            f"{x['wkv']}{' with checkpoint_layers' if x['checkpoint_layers'] else ''} {x['forward_backward_s']} s "
-            f"({x['trained_tokens_per_s']} trained tokens/s, peak "
-            + (f"RSS {x['peak_rss_mb']} MB)" if x["device"] == "cpu" else f"GPU memory {x['peak_gpu_mb']} MB)")
-            for x in runs) + f"; chunked {results['speedup']}x sequential")
+        print(f"0.1B, ctx 2048, one state-tuning step, {where}:")
+        for x in runs:
+            print(f"  {x['wkv']} {x['precision']}{' checkpoint_layers' if x['checkpoint_layers'] else ''}: "
+                  f"{x['forward_backward_s']} s (rounds {x['rounds_s']}), {x['speedup_vs_sequential']}x sequential fp32, "
+                  f"{x['trained_tokens_per_s']} trained tokens/s, peak "
+                  + (f"RSS {x['peak_rss_mb']} MB" if x["device"] == "cpu" else f"GPU memory {x['peak_gpu_mb']} MB"))
         if a.out:
             from ..core.io import atomic_write_json
 

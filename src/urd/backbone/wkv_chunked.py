@@ -71,9 +71,10 @@ def wkv7_chunked(s0, r, w, k, v, a, b, chunk: int = 32):
     # a chunk steps; the outputs then come from every chunk's S_0 at once
     m_step = torch.diag_embed(g_last.squeeze(2)) + w_a.transpose(-1, -2) @ b_out
     d_step = u_1.transpose(-1, -2) @ b_out + v.transpose(-1, -2) @ k_out
+    # unbind, not [:, c]: each index's backward would zero-fill a whole [H, n_chunks, N, N] gradient
     starts, S = [], s0
-    for c in range(n_chunks):
+    for d_c, m_c in zip(d_step.unbind(1), m_step.unbind(1)):
         starts.append(S)
-        S = torch.baddbmm(d_step[:, c], S, m_step[:, c])
+        S = torch.baddbmm(d_c, S, m_c)
     y = q @ torch.stack(starts, dim=1).transpose(-1, -2) + y_local
     return y.reshape(H, n_chunks * chunk, N)[:, :T].permute(1, 0, 2), S

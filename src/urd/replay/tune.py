@@ -31,7 +31,7 @@ from ..core.io import read_jsonl
 from .artifact import write_artifact
 from .recipe import Recipe, resolve
 
-DETERMINISM = ("the same bytes on the same device, torch threads and WKV path (and torch version); "
+DETERMINISM = ("the same bytes on the same device, torch threads, WKV path and precision (and torch version); "
                "another of these may round differently")
 # Triton autotunes fla's block sizes in each process, and a block size orders the sums
 FLA_DETERMINISM = ("not byte-reproducible: fla's kernels choose block sizes by timing in each process, "
@@ -103,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--wkv", choices=("auto", "chunked", "sequential", "fla"), default="auto",
                     help="the WKV path (urd.backbone.rwkv7_torch.resolve_wkv); the bytes depend on the path run")
     ap.add_argument("--wkv-chunk", type=int, default=64)
+    ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                    help="the frozen weight products' precision (urd.backbone.rwkv7_torch); the bytes depend on it")
     ap.add_argument("--checkpoint-layers", action="store_true", help="recompute block activations in backward")
     ap.add_argument("--out-dir", required=True)
     ap.add_argument("--verified", nargs="*", default=[], help="verify stamps: their files are re-checked before use")
@@ -130,12 +132,14 @@ def main(argv: list[str] | None = None) -> int:
         log(f"{recipe.steps} steps x ctx {recipe.ctx} = {recipe.trained_tokens} tokens "
             f"(cap {recipe.token_cap}{', out of contract' if recipe.out_of_contract else ''}) on {device}")
         model = RWKV7.load(args.checkpoint, device, wkv_chunk=args.wkv_chunk,
-                           checkpoint_layers=args.checkpoint_layers, wkv=args.wkv)
+                           checkpoint_layers=args.checkpoint_layers, wkv=args.wkv, precision=args.precision)
         loaded = time.monotonic()
         if args.wkv == "auto" and model.wkv != "fla" and device.type == "cuda":
             from ..backbone.wkv_fla import unavailable
 
             log(f"WKV path {model.wkv}, not fla: {unavailable(device)}")
+        if args.precision == "bf16" and device.type == "cpu" and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
+            log("bf16 products on a CPU without native bf16 (avx512_bf16 or AMX): emulated, slower than fp32")
         state, losses = tune_state(model, tokens, recipe, log)
         tuned = time.monotonic()
         if model.tokens_processed != recipe.trained_tokens:
@@ -159,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
             "torch_threads": torch.get_num_threads(),
             "wkv": {"path": model.wkv, "requested": args.wkv,
                     "chunk": None if model.wkv == "fla" else args.wkv_chunk},  # fla picks its own
+            "precision": model.precision,
             "determinism": FLA_DETERMINISM if model.wkv == "fla" else DETERMINISM,
             "wall_time_s": round(tuned - started, 3),
             "load_s": round(loaded - started, 3),
