@@ -1,11 +1,14 @@
 """Differentiable RWKV-7: exact adjoint of the WKV recurrence, logits equal to the rwkv package's
 (non-zero initial state), gradients reach time_state and a step of descent lowers the loss."""
 
+from pathlib import Path
+
 import pytest
 import torch
 import torch.nn.functional as F
+import yaml
 
-from urd.backbone.rwkv7_torch import RWKV7
+from urd.backbone.rwkv7_torch import PRECISIONS, RWKV7
 from urd.backbone.rwkv_pkg import load_rwkv7
 from urd.backbone.tiny import write_tiny_checkpoint
 from urd.backbone.wkv import wkv7, wkv7_reference
@@ -199,3 +202,29 @@ def test_an_unknown_precision_is_refused_naming_the_key(tmp_path):
     path = write_tiny_checkpoint(tmp_path / "c.pth", seed=8)
     with pytest.raises(InputError, match=r"replay\.precision.*fp16"):
         RWKV7.load(path, precision="fp16")
+    # the config's schema admits exactly the precisions the model runs
+    schema = yaml.safe_load((Path(__file__).parents[1] / "config" / "schema.yaml").read_text())
+    assert schema["properties"]["replay"]["properties"]["precision"]["enum"] == list(PRECISIONS)
+
+
+def test_the_fused_head_under_bf16_is_autograds_through_the_same_bf16_products(tmp_path):
+    """Under bf16 the fused head multiplies bf16 copies of the softmax by the bf16 head; autograd
+    through the full logits takes the same rounding in its own order."""
+    m = RWKV7.load(write_tiny_checkpoint(tmp_path / "c.pth", seed=3), wkv_chunk=16, precision="bf16")
+    toks = torch.randint(1, 65530, (70,), generator=torch.Generator().manual_seed(9))
+    tg = torch.cat((toks[1:], toks.new_full((1,), -100)))
+    tg[10:25] = -100
+    ts0 = 0.3 * _random_state(m, 6)[0]
+    grads, losses = [], []
+    for fused in (True, False):
+        ts = ts0.clone().requires_grad_()
+        if fused:
+            loss = m.loss(toks, ts, targets=tg, head_chunk=32)
+        else:
+            loss = F.cross_entropy(m.forward(toks, ts), tg, ignore_index=-100)
+        loss.backward()
+        grads.append(ts.grad.flatten())
+        losses.append(loss.detach())
+    torch.testing.assert_close(losses[0], losses[1], **TOL)
+    assert F.cosine_similarity(grads[0], grads[1], dim=0) > 0.9999
+    assert grads[1].abs().max() > 1e-4

@@ -53,15 +53,18 @@ def test_the_model_state_gradient_with_fla_points_where_the_chunked_one_does():
     sd = random_state_dict(1, n_layer=2, n_embd=128)
     toks = torch.randint(1, 65530, (200,), generator=torch.Generator().manual_seed(0))
     out = {}
-    for wkv in ("chunked", "fla"):
-        m = RWKV7(sd, "cuda", wkv=wkv)
+    # fla alone, and as a bf16 tuning job runs it: fla's autograd Function under selective checkpointing
+    for key, wkv, kw in (("chunked", "chunked", {}), ("fla", "fla", {}),
+                         ("fla-bf16", "fla", dict(precision="bf16", checkpoint_layers=True))):
+        m = RWKV7(sd, "cuda", wkv=wkv, **kw)
         assert m.wkv == wkv
         ts = m.zero_time_state(requires_grad=True)
         loss = m.loss(toks, ts)
         loss.backward()
-        out[wkv] = (float(loss), ts.grad.flatten())
-    assert abs(out["fla"][0] - out["chunked"][0]) < 1e-2 * abs(out["chunked"][0])
-    assert torch.nn.functional.cosine_similarity(out["fla"][1], out["chunked"][1], dim=0) > 0.99
+        out[key] = (float(loss), ts.grad.flatten())
+    for key in ("fla", "fla-bf16"):
+        assert abs(out[key][0] - out["chunked"][0]) < 1e-2 * abs(out["chunked"][0])
+        assert torch.nn.functional.cosine_similarity(out[key][1], out["chunked"][1], dim=0) > 0.99
     assert RWKV7(sd, "cuda", wkv="auto").wkv == "fla"
 
 

@@ -143,7 +143,7 @@ def test_tuning_is_deterministic_and_lowers_the_transcript_loss(tiny_checkpoint,
     assert a.costs["device"].startswith("cpu") and a.costs["torch_threads"] == 1
     # auto on the CPU runs the chunked WKV, and the record says which path ran
     assert a.costs["wkv"] == {"path": "chunked", "requested": "auto", "chunk": 64}
-    assert a.costs["precision"] == "fp32" and "precision" in a.costs["determinism"]
+    assert a.costs["precision"] == "fp32"
     assert a.costs["artifact_sha256"] == sha256_bytes((first / "time_state.npy").read_bytes())
     # the learned state does what tuning is for: the transcript is likelier from it than from zero
     m = RWKV7.load(tiny_checkpoint)
@@ -211,6 +211,7 @@ def test_replay_cells_declare_trained_tokens_and_label_out_of_contract_up_to_sum
     table = fold_costs(sorted(artifacts.glob("*/*/costs.json")))["recipes"]
     assert table["replay_banc"]["out_of_contract"] is True and table["replay_tune"]["out_of_contract"] is False
     assert table["replay_banc"]["cap_ratio_max"] > 1 >= table["replay_tune"]["cap_ratio_max"]
+    assert table["replay_tune"]["precisions"] == ["fp32"] and table["replay_tune"]["rows"][0]["precision"] == "fp32"
 
 
 def test_the_harness_fails_an_in_contract_replay_over_the_cap(tiny_backbone, urd_config, artifacts, tmp_path):

@@ -140,7 +140,7 @@ def main(argv=None) -> int:
         # checkpoint_layers 1 with fp32 is how the tuning job runs by default (config replay.*)
         stages = [["0", "chunked"], ["0", "sequential"], ["1", "chunked"], ["1", "chunked", "bf16"]]
         if torch.cuda.is_available() and unavailable("cuda") is None:
-            stages.append(["0", "fla"])
+            stages += [["0", "fla"], ["1", "fla", "bf16"]]
         # round-robin, `--repeats` rounds of every path (each a warm-up step and a timed one), the best
         # round of each kept: a shared machine drifts over minutes, and drift should not become a ratio
         rounds = [[_child(["train", "0.1b", "2048", *st, "--repeats", "2"], a.threads) for st in stages]

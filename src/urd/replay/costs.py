@@ -4,7 +4,7 @@
         artifacts/replay/tiny/*/*/costs.json
 
 Per recipe: artifacts, steps, trained tokens, their ratio to the contract's cap, wall and CPU
-time, devices, and the out_of_contract label; then one row per artifact. Timings are whatever
+time, devices, precisions, and the out_of_contract label; then one row per artifact. Timings are whatever
 the machine gave (not deterministic); everything else is.
 """
 
@@ -19,7 +19,7 @@ from ..core.io import atomic_write_json
 from .artifact import read_artifact
 
 ROW_KEYS = ("task", "episode", "transcript_sha256", "transcript_tokens", "steps", "ctx",
-            "trained_tokens", "token_cap", "cap_ratio", "out_of_contract", "device", "torch_threads",
+            "trained_tokens", "token_cap", "cap_ratio", "out_of_contract", "device", "torch_threads", "wkv", "precision",
             "wall_time_s", "seconds_per_step", "cpu_time_s", "peak_rss_mb", "artifact_sha256")
 
 
@@ -43,6 +43,8 @@ def fold_costs(costs_files: list[str | Path]) -> dict:
             "wall_time_s": round(sum(r["wall_time_s"] for r in rs), 3),
             "seconds_per_step_mean": round(sum(r["seconds_per_step"] * r["steps"] for r in rs) / tune_steps, 3),
             "devices": sorted({r["device"] for r in rs}),
+            # a mean over mixed precisions is said so (artifacts older than the field: "None")
+            "precisions": sorted({str(r["precision"]) for r in rs}),
             "rows": rs,
         }
     return {"recipes": recipes}

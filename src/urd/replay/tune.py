@@ -138,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
             from ..backbone.wkv_fla import unavailable
 
             log(f"WKV path {model.wkv}, not fla: {unavailable(device)}")
-        if args.precision == "bf16" and device.type == "cpu" and not torch.ops.mkldnn._is_mkldnn_bf16_supported():
+        if args.precision == "bf16" and device.type == "cpu" and not (
+                torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()):
             log("bf16 products on a CPU without native bf16 (avx512_bf16 or AMX): emulated, slower than fp32")
         state, losses = tune_state(model, tokens, recipe, log)
         tuned = time.monotonic()
