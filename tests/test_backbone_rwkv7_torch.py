@@ -153,10 +153,9 @@ def test_token_meter_and_input_checks(pair):
             m.loss([1, 2, 3], targets=[2, bad, -100])
 
 
-def test_the_loss_gradient_formed_in_the_forward_pass_is_autograds(pair):
-    """The fused head (its gradient formed chunk by chunk in the forward pass) against plain
-    autograd through the whole [T, vocab] logits, with ignored targets and a ragged last chunk."""
-    _, m = pair
+def _fused_and_autograd_head(m):
+    """Loss and time-state gradient through the fused head, then through plain autograd over the
+    whole [T, vocab] logits, with ignored targets and a ragged last chunk."""
     toks = torch.randint(1, 65530, (70,), generator=torch.Generator().manual_seed(9))
     tg = torch.cat((toks[1:], toks.new_full((1,), -100)))
     tg[10:25] = -100
@@ -171,9 +170,15 @@ def test_the_loss_gradient_formed_in_the_forward_pass_is_autograds(pair):
         (2.5 * loss).backward()  # the incoming gradient scales the kept one
         grads.append(ts.grad)
         losses.append(loss.detach())
+    assert grads[1].abs().max() > 1e-4  # the comparison is not of zeros
+    return losses, grads
+
+
+def test_the_loss_gradient_formed_in_the_forward_pass_is_autograds(pair):
+    """The fused head (its gradient formed chunk by chunk in the forward pass) against autograd."""
+    losses, grads = _fused_and_autograd_head(pair[1])
     torch.testing.assert_close(losses[0], losses[1], **TOL)
     torch.testing.assert_close(grads[0], grads[1], rtol=1e-4, atol=1e-7)
-    assert grads[1].abs().max() > 1e-4  # the comparison is not of zeros
 
 
 def test_bf16_products_stay_within_the_stated_tolerance_of_fp32(tmp_path):
@@ -209,22 +214,9 @@ def test_an_unknown_precision_is_refused_naming_the_key(tmp_path):
 
 def test_the_fused_head_under_bf16_is_autograds_through_the_same_bf16_products(tmp_path):
     """Under bf16 the fused head multiplies bf16 copies of the softmax by the bf16 head; autograd
-    through the full logits takes the same rounding in its own order."""
+    through the full logits takes the same rounding in its own order (observed 1 - cosine 1e-5;
+    with the ignored rows left unmasked it is 0.06)."""
     m = RWKV7.load(write_tiny_checkpoint(tmp_path / "c.pth", seed=3), wkv_chunk=16, precision="bf16")
-    toks = torch.randint(1, 65530, (70,), generator=torch.Generator().manual_seed(9))
-    tg = torch.cat((toks[1:], toks.new_full((1,), -100)))
-    tg[10:25] = -100
-    ts0 = 0.3 * _random_state(m, 6)[0]
-    grads, losses = [], []
-    for fused in (True, False):
-        ts = ts0.clone().requires_grad_()
-        if fused:
-            loss = m.loss(toks, ts, targets=tg, head_chunk=32)
-        else:
-            loss = F.cross_entropy(m.forward(toks, ts), tg, ignore_index=-100)
-        loss.backward()
-        grads.append(ts.grad.flatten())
-        losses.append(loss.detach())
+    losses, grads = _fused_and_autograd_head(m)
     torch.testing.assert_close(losses[0], losses[1], **TOL)
-    assert F.cosine_similarity(grads[0], grads[1], dim=0) > 0.9999
-    assert grads[1].abs().max() > 1e-4
+    assert F.cosine_similarity(grads[0].flatten(), grads[1].flatten(), dim=0) > 0.9999
