@@ -166,6 +166,12 @@ def test_bf16_tuning_is_recorded_and_lands_near_the_fp32_state(tiny_checkpoint, 
     assert bf16.costs["losses"] == pytest.approx(fp32.costs["losses"], rel=1e-3)
 
 
+def test_tuning_refuses_an_unknown_precision_naming_the_key(tiny_checkpoint, t2_data, tmp_path, capsys):
+    data, _, sha = t2_data
+    assert tune(tiny_checkpoint, data, sha, "replay_tune", {"steps": 1}, tmp_path / "x", 0, "--precision", "fp16") == 1
+    assert "replay.precision" in capsys.readouterr().err and not (tmp_path / "x").exists()
+
+
 def test_tuning_refuses_a_transcript_that_is_not_the_one_named(tiny_checkpoint, t2_data, tmp_path, capsys):
     data, _, sha = t2_data
     assert tune(tiny_checkpoint, data, "0" * 64, "replay_tune", {"steps": 1}, tmp_path / "x") == 1

@@ -50,7 +50,7 @@ def resolve_wkv(wkv: str, device) -> str:
 
 # the frozen weight products that `precision="bf16"` runs in bfloat16: the projections and the head
 _BF16_WEIGHTS = ("att.receptance.weight", "att.key.weight", "att.value.weight", "att.output.weight",
-                 "ffn.key.weight", "ffn.value.weight")
+                 "ffn.key.weight", "ffn.value.weight", "head.weight")
 PRECISIONS = ("fp32", "bf16")
 _PRODUCTS = (torch.ops.aten.mm.default, torch.ops.aten.addmm.default)
 
@@ -59,8 +59,10 @@ def _keep_products(ctx, op, *args, **kwargs):
     """checkpoint_layers' policy under bf16: a block's bf16 products (the projections: most of its
     time, bf16 outputs at half an fp32 one's memory) are kept, the rest (the small fp32 low-rank
     products, elementwise work, norms, the WKV) recomputed in backward. Measured in interleaved runs
-    at the 0.1B shape, ctx 2,048, 2 threads: 6.9-7.2 s a step against 7.5-8.1 s recomputing all;
-    in fp32, keeping the products gained nothing measurable for 1.3 GB more, so fp32 recomputes all."""
+    at the 0.1B shape, ctx 2,048, 2 threads: keeping every product, 6.9-7.2 s a step against 7.5-8.1 s
+    recomputing all; keeping the bf16 ones only (0.4 GB less), 8.4-9.4 s against 8.2-10.7 s on a
+    slower hour, within its noise. In fp32, keeping the products gained nothing measurable for
+    1.3 GB more, so fp32 recomputes all."""
     keep = op in _PRODUCTS and args[0].dtype == torch.bfloat16
     return CheckpointPolicy.MUST_SAVE if keep else CheckpointPolicy.PREFER_RECOMPUTE
 
@@ -92,7 +94,7 @@ class RWKV7:
         self.precision = precision
         if precision == "bf16":
             for k in self.z:
-                if k == "head.weight" or k.endswith(_BF16_WEIGHTS):
+                if k.endswith(_BF16_WEIGHTS):
                     self.z[k] = self.z[k].to(torch.bfloat16)
         self.tokens_processed = 0  # every token through forward/loss (the contract's unit)
 
@@ -191,11 +193,11 @@ class RWKV7:
         x = self._ln(self.z["emb.weight"][toks], "blocks.0.ln0")
         v_first = torch.empty(0, device=self.device)
         state = []
+        keep = _SELECTIVE if self.precision == "bf16" else noop_context_fn
         # unbind, not [i]: each index's backward would zero-fill a whole state-sized gradient
         for i, (s0, (att_shift, ffn_shift)) in enumerate(zip(time_state.unbind(0), shifts.unbind(0))):
             args = (i, x, att_shift, s0, ffn_shift, v_first)
             if self.checkpoint_layers and torch.is_grad_enabled():
-                keep = _SELECTIVE if self.precision == "bf16" else noop_context_fn
                 out = checkpoint(self._block, *args, use_reentrant=False, context_fn=keep)
             else:
                 out = self._block(*args)

@@ -103,8 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--wkv", choices=("auto", "chunked", "sequential", "fla"), default="auto",
                     help="the WKV path (urd.backbone.rwkv7_torch.resolve_wkv); the bytes depend on the path run")
     ap.add_argument("--wkv-chunk", type=int, default=64)
-    ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
-                    help="the frozen weight products' precision (urd.backbone.rwkv7_torch); the bytes depend on it")
+    ap.add_argument("--precision", default="fp32",
+                    help="fp32 or bf16, the frozen weight products' (urd.backbone.rwkv7_torch.PRECISIONS); "
+                         "the bytes depend on it")
     ap.add_argument("--checkpoint-layers", action="store_true", help="recompute block activations in backward")
     ap.add_argument("--out-dir", required=True)
     ap.add_argument("--verified", nargs="*", default=[], help="verify stamps: their files are re-checked before use")
