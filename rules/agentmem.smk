@@ -1,38 +1,51 @@
-# Agent-memory suites: trip-vs-move and update-gate on the reference claim store.
-# Needs config["agentmem"] (config/agentmem.yaml, validated by config/agentmem.schema.yaml).
+# Agent-memory suites: trip-vs-move and update-gate on any store (urd.stores: the reference
+# claim store, two baselines, and the plug-ins of agentmem.stores.plugins), and the cross-store
+# table. Needs config["agentmem"] (config/agentmem.yaml, validated by config/agentmem.schema.yaml).
 # The rules only wire files to the package; `python -m urd.agentmem` does the work. This file
 # also stands alone (included without rules/common.smk), so it imports what it uses itself.
+from snakemake.exceptions import WorkflowError
 from urd import workflow as W
 
+AGENTMEM = config["agentmem"]
 AGENTMEM_REGISTRIES = [
     "calibration/agentmem/notes.json",
     "calibration/agentmem/pair_sets.json",
     "calibration/agentmem/checks.json",
 ]
+# Every store the table names is resolved and checked for the interface here, at DAG build.
+try:
+    TABLE_STORES = W.agentmem.table_stores(AGENTMEM)
+except W.UrdError as exc:  # one line naming the key, not a traceback
+    raise WorkflowError(f"urd stores: {exc}") from None
+TVM_REPORT = "results/trip-vs-move/{case}/{store}/{model}/report.json"
+UG_REPORT = "results/update-gate/{store}/{model}/report.json"
 
 
 rule agentmem_trip_vs_move:
-    """Three move runs and two trip-alone runs of one case on one model, each on its own
-    store, checked, into one report. A live model spends money: see agentmem.spend."""
+    """Three move runs and two trip-alone runs of one case on one store and model, each on its
+    own fresh store, checked, into one report. A live model spends money: see agentmem.spend."""
     input:
         AGENTMEM_REGISTRIES,
     output:
-        report="results/trip-vs-move/{case}/{model}/report.json",
+        report=TVM_REPORT,
     log:
-        "logs/agentmem/trip-vs-move/{case}/{model}.log",
+        "logs/agentmem/trip-vs-move/{case}/{store}/{model}.log",
     wildcard_constraints:
         case="reader|mid-trip",
+        store=W.agentmem.STORE_PATTERN,
         model=W.agentmem.MODEL_PATTERN,
     conda:
         "../envs/urd.yaml"
     resources:
-        usd_cents=lambda wc: W.agentmem.trip_vs_move_cents(config["agentmem"], wc.case, wc.model),
+        usd_cents=lambda wc: W.agentmem.trip_vs_move_cents(
+            AGENTMEM, wc.case, wc.model, W.agentmem.check_store(AGENTMEM, wc.store)
+        ),
     params:
         suite=["trip-vs-move"],
-        settings=lambda wc: W.agentmem.settings_json(config["agentmem"]),
-        code=W.code_digest("urd.agentmem.__main__"),
+        settings=lambda wc: W.agentmem.settings_json(AGENTMEM),
+        code=lambda wc: W.code_digest(*W.agentmem.store_code(AGENTMEM, wc.store)),
         estimate=lambda wc: W.agentmem.trip_vs_move_estimate(
-            config["agentmem"], wc.case, wc.model
+            AGENTMEM, wc.case, wc.model, wc.store
         ).line(),
     message:
         "{params.estimate}"
@@ -41,26 +54,70 @@ rule agentmem_trip_vs_move:
 
 
 rule agentmem_update_gate:
-    """The four registered pair sets, each pair asked three times, scored under the
-    production gate, the update verdict alone, and the rule before 1.187."""
+    """The four registered pair sets, each pair asked three times. The reference store is scored
+    under the production gate, the update verdict alone and the rule before 1.187; another
+    store through its own update decision (decides_update)."""
     input:
         AGENTMEM_REGISTRIES,
     output:
-        report="results/update-gate/{model}/report.json",
+        report=UG_REPORT,
     log:
-        "logs/agentmem/update-gate/{model}.log",
+        "logs/agentmem/update-gate/{store}/{model}.log",
     wildcard_constraints:
+        store=W.agentmem.STORE_PATTERN,
         model=W.agentmem.MODEL_PATTERN,
     conda:
         "../envs/urd.yaml"
     resources:
-        usd_cents=lambda wc: W.agentmem.update_gate_cents(config["agentmem"], wc.model),
+        usd_cents=lambda wc: W.agentmem.update_gate_cents(
+            AGENTMEM, wc.model, W.agentmem.check_update_store(AGENTMEM, wc.store)
+        ),
     params:
         suite=["update-gate"],
-        settings=lambda wc: W.agentmem.settings_json(config["agentmem"]),
-        code=W.code_digest("urd.agentmem.__main__"),
-        estimate=lambda wc: W.agentmem.update_gate_estimate(config["agentmem"], wc.model).line(),
+        settings=lambda wc: W.agentmem.settings_json(AGENTMEM),
+        code=lambda wc: W.code_digest(*W.agentmem.store_code(AGENTMEM, wc.store)),
+        estimate=lambda wc: W.agentmem.update_gate_estimate(AGENTMEM, wc.model, wc.store).line(),
     message:
         "{params.estimate}"
+    script:
+        "../scripts/agentmem.py"
+
+
+rule agentmem_stores_table:
+    """One row per store x model x case x variant: runs passed, each check, the update-gate
+    bars (or 'not measured'), spend (or 'not metered')."""
+    input:
+        trip_vs_move=expand(
+            TVM_REPORT,
+            case=W.agentmem.CASES,
+            store=TABLE_STORES,
+            model=AGENTMEM["stores"]["publish"],
+        ),
+        update_gate=expand(
+            UG_REPORT,
+            store=[s for s in TABLE_STORES if W.agentmem.has_update_decision(AGENTMEM, s)],
+            model=AGENTMEM["stores"]["publish"],
+        ),
+    output:
+        md=report(
+            W.agentmem.STORES_TABLES["md"],
+            category="Agent-memory stores",
+            subcategory="table (Markdown)",
+        ),
+        csv=report(
+            W.agentmem.STORES_TABLES["csv"],
+            category="Agent-memory stores",
+            subcategory="table (CSV)",
+        ),
+        html=report(
+            W.agentmem.STORES_TABLES["html"], category="Agent-memory stores", subcategory="table"
+        ),
+    log:
+        "logs/agentmem/stores_table.log",
+    conda:
+        "../envs/urd.yaml"
+    params:
+        suite=["table"],
+        code=W.code_digest("urd.agentmem.table"),
     script:
         "../scripts/agentmem.py"

@@ -3,6 +3,11 @@
 # a run reads only the verified world and the registered judge calibration set.
 
 PLANTING = config["agentmem"]["planting"]
+# Every arm is checked here, at DAG build: a plug-in strategy that does not resolve stops the DAG.
+try:
+    PLANTING_ARMS = W.agentmem.planting_arms(config["agentmem"])
+except W.UrdError as exc:  # one line naming the key, not a traceback
+    raise WorkflowError(f"urd planting: {exc}") from None
 PLANTING_WORLD = "data/planting/world.jsonl"
 PLANTING_CODE = W.code_digest("urd.planting.cli")
 

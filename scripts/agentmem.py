@@ -1,9 +1,14 @@
-"""Job of the agent-memory rules: one suite's runs on one model, checked, into one report."""
+"""Job of the agent-memory rules: one suite's runs on one store and model, checked, into one
+report; or the cross-store table from the reports."""
 from urd.agentmem.cli import main
 from urd.workflow.job import run
 
 sm = snakemake
-case = ["--case", sm.wildcards.case] if "case" in sm.wildcards.keys() else []
-bar = ["--require-bar"] if sm.wildcards.model == "scripted" else []
-run(sm, main, [*sm.params.suite, "run", *case, "--model", sm.wildcards.model,
-               "--settings", sm.params.settings, *bar, "--output", sm.output.report])
+if sm.rule == "agentmem_stores_table":
+    run(sm, main, ["table", "--trip-vs-move", sm.input.trip_vs_move, "--update-gate", sm.input.update_gate,
+                   "--md", sm.output.md, "--csv", sm.output.csv, "--html", sm.output.html])
+else:
+    case = ["--case", sm.wildcards.case] if "case" in sm.wildcards.keys() else []
+    bar = ["--require-bar"] if sm.wildcards.model == "scripted" and sm.wildcards.store == "reference" else []
+    run(sm, main, [*sm.params.suite, "run", *case, "--store", sm.wildcards.store, "--model", sm.wildcards.model,
+                   "--settings", sm.params.settings, *bar, "--output", sm.output.report])

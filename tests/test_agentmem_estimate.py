@@ -6,6 +6,7 @@ import pytest
 from conftest import REPO
 
 from urd.agentmem import settings as settings_mod
+from urd.agentmem import trip_vs_move, update_gate
 from urd.agentmem.runtime import routes_for
 from urd.agentmem.smk import trip_vs_move_cents, update_gate_cents
 from urd.core.errors import InputError
@@ -16,7 +17,7 @@ RUNS = {"move": 3, "trip-alone": 2}
 
 
 def tvm(settings=BASE, model="claude-sonnet-5-5", case="reader", gate="production", runs=RUNS, profile=None, pins=None):
-    return estimate.trip_vs_move(settings, routes_for(model, settings, pins), case, gate=gate, runs=runs, profile=profile)
+    return trip_vs_move.estimate(settings, routes_for(model, settings, pins), case, gate=gate, runs=runs, profile=profile)
 
 
 def test_the_scripted_arm_costs_nothing():
@@ -60,7 +61,7 @@ def test_the_estimate_is_within_2x_of_what_the_write_up_measured():
     # US$1.10; the update-gate's four sets US$1.75 and US$1.86 (list prices, 2026-10-12/13)
     for model, reader, mid, gate in (("claude-sonnet-5-5", 0.21, 0.75, 1.75), ("claude-sonnet-4-6", 0.22, 1.10, 1.86)):
         for got, measured in ((tvm(model=model).usd, reader), (tvm(model=model, case="mid-trip").usd, mid),
-                              (estimate.update_gate(BASE, routes_for(model, BASE), samples=3).usd, gate)):
+                              (update_gate.estimate(BASE, routes_for(model, BASE), samples=3).usd, gate)):
             assert measured / 2 <= got <= measured * 2, (model, got, measured)
 
 
@@ -98,16 +99,16 @@ def test_a_measured_profile_replaces_the_bound():
 
 def test_update_gate_estimate_counts_the_calls_the_gate_really_makes():
     routes = routes_for("claude-sonnet-5-5", BASE)
-    three = estimate.update_gate(BASE, routes, samples=3)
+    three = update_gate.estimate(BASE, routes, samples=3)
     # every sample asks the contradiction and the update probe; the confirmation only after a change
     assert three.source == "call graph" and 89 * 3 * 2 < three.calls < 89 * 3 * 3
-    assert estimate.update_gate(BASE, routes, samples=6).usd == pytest.approx(2 * three.usd, rel=0.01)
+    assert update_gate.estimate(BASE, routes, samples=6).usd == pytest.approx(2 * three.usd, rel=0.01)
     bound = estimate.update_gate_bound(BASE, routes, samples=3)
     assert bound.calls == 89 * 3 * 3 and bound.usd > 5 * three.usd
 
 
 def test_the_update_gate_estimate_halves_when_its_calls_go_in_message_batches():
     routes = routes_for("claude-sonnet-5-5", BASE)
-    plain = estimate.update_gate(BASE, routes, samples=3)
-    batched = estimate.update_gate(settings_mod.with_overrides(BASE, {"llm.batches": True}), routes, samples=3)
+    plain = update_gate.estimate(BASE, routes, samples=3)
+    batched = update_gate.estimate(settings_mod.with_overrides(BASE, {"llm.batches": True}), routes, samples=3)
     assert batched.usd == pytest.approx(plain.usd / 2) and "Message Batches" in batched.line()

@@ -5,8 +5,8 @@ import json
 import pytest
 from conftest import REPO
 
-from urd.agentmem.gates import BEFORE_1_187, CHANGES_ONLY, PRODUCTION, RecordedAnswers, retires, settle
-from urd.agentmem.markers import has_past_value_marker
+from urd.stores.reference.gates import BEFORE_1_187, CHANGES_ONLY, PRODUCTION, RecordedAnswers, retires, settle
+from urd.stores.reference.markers import has_past_value_marker
 
 PAIRS = REPO / "src/urd/agentmem/data/pairs"
 

@@ -152,16 +152,16 @@ def test_the_key_is_never_written_to_any_output_log_cache_or_record(tmp_path, ke
 def test_a_live_report_becomes_the_usage_profile_the_next_estimate_uses(tmp_path, key):
     from urd.agentmem import profile
     from urd.agentmem.runtime import routes_for
-    from urd.cost import agentmem as estimate
+
 
     report = run(tmp_path, FakeMessagesAPI())
     measured = profile.merge({}, report, "report.json")
     s = make_settings(tmp_path)
-    est = estimate.trip_vs_move(s, routes_for(MODEL, s), "reader", gate="production", runs={"move": 3, "trip-alone": 2}, profile=measured)
+    est = trip_vs_move.estimate(s, routes_for(MODEL, s), "reader", gate="production", runs={"move": 3, "trip-alone": 2}, profile=measured)
     per_run = {r["variant"]: sum(row["list_cost_usd"] for row in r["usage"]["by_purpose"]) for r in report["runs"]}
     assert est.source == "profile"
     assert est.usd == pytest.approx(3 * per_run["move"] + 2 * per_run["trip-alone"], rel=1e-6)
-    bound = estimate.trip_vs_move(s, routes_for(MODEL, s), "reader", gate="production", runs={"move": 3, "trip-alone": 2})
+    bound = trip_vs_move.estimate(s, routes_for(MODEL, s), "reader", gate="production", runs={"move": 3, "trip-alone": 2})
     assert est.usd < bound.usd
     with pytest.raises(Exception, match="every run complete"):
         profile.merge({}, run(tmp_path / "c", FakeMessagesAPI(), **{"spend.max_usd_per_run": 0.000001}), "capped.json")

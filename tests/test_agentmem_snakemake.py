@@ -8,8 +8,8 @@ import pytest
 from conftest import REPO
 from conftest import snakemake as run_snakemake
 
-LIVE = "results/trip-vs-move/reader/claude-sonnet-5-5/report.json"
-SCRIPTED = ["results/trip-vs-move/reader/scripted/report.json", "results/update-gate/scripted/report.json"]
+LIVE = "results/trip-vs-move/reader/reference/claude-sonnet-5-5/report.json"
+SCRIPTED = ["results/trip-vs-move/reader/reference/scripted/report.json", "results/update-gate/reference/scripted/report.json"]
 
 pytestmark = pytest.mark.slow
 
@@ -49,5 +49,26 @@ def test_scripted_targets_pass_their_bars_and_a_live_target_fails_unconfirmed(wo
     assert tvm["verdict"]["bar_met"] is True and ug["verdict"]["bars_met"] is True
     live = snakemake(workdir, LIVE, "--cores", "1")
     assert live.returncode != 0 and not (workdir / LIVE).exists()
-    log = (workdir / "logs/agentmem/trip-vs-move/reader/claude-sonnet-5-5.log").read_text()
+    log = (workdir / "logs/agentmem/trip-vs-move/reader/reference/claude-sonnet-5-5.log").read_text()
     assert "estimate US$" in log and "confirm_live" in log
+
+
+BROKEN = "agentmem={stores: {plugins: {mine: 'no_such_module:Store'}, table: [reference, mine]}}"
+
+
+def test_the_stores_table_builds_offline_and_a_broken_plug_in_stops_the_dag(workdir):
+    proc = snakemake(workdir, "results/agentmem/tables/stores.md", "--cores", "2")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [line.split(" | ") for line in (workdir / "results/agentmem/tables/stores.md").read_text().splitlines()
+            if line.startswith("| ") and "scripted" in line]
+    passed = {(r[0][2:], r[2], r[3]): r[4] for r in rows}
+    assert len(passed) == 12
+    for case in ("reader", "mid-trip"):
+        assert passed[("reference", case, "move")] == "3 of 3" and passed[("reference", case, "trip-alone")] == "2 of 2"
+        assert passed[("replace_latest", case, "trip-alone")] == "0 of 2" and passed[("replace_latest", case, "move")] == "3 of 3"
+        assert passed[("keep_all", case, "move")] == "0 of 3" and passed[("keep_all", case, "trip-alone")] == "2 of 2"
+    broken = snakemake(workdir, "-n", "results/agentmem/tables/stores.md", "--config", BROKEN)
+    assert broken.returncode != 0
+    said = broken.stdout + broken.stderr
+    assert "agentmem.stores.plugins.mine" in said and "No module named 'no_such_module'" in said
+    assert "Traceback" not in said and "registry.py" not in said

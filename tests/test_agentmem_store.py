@@ -6,9 +6,9 @@ import pytest
 from conftest import REPO
 
 from urd.agentmem.cases import CASES, load_note, verify_notes
-from urd.agentmem.ingest import keep_end_date, pair_partners
-from urd.agentmem.store import ClaimStore
 from urd.core.errors import DigestMismatch, InputError
+from urd.stores.reference.claims import ClaimStore
+from urd.stores.reference.ingest import keep_end_date, pair_partners
 
 
 def test_one_store_per_path_and_only_active_claims_retire(tmp_path):

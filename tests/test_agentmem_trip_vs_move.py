@@ -186,7 +186,7 @@ def test_reports_are_byte_identical_across_reruns(reports, tmp_path):
 
 
 def test_scripted_answers_follow_the_data_not_the_instructions(reports, tmp_path, monkeypatch):
-    from urd.agentmem import prompts
+    from urd.stores.reference import prompts
 
     for name in ("EXTRACT_INSTRUCTIONS", "UPDATE_INSTRUCTIONS", "CONTRADICTION_INSTRUCTIONS", "REANCHOR_INSTRUCTIONS", "REANCHOR_CHECK_INSTRUCTIONS"):
         monkeypatch.setattr(prompts, name, f"Reworded {name.lower()}: <MAX_CLAIMS> at most.")

@@ -219,9 +219,9 @@ def test_a_reply_cut_by_the_context_window_is_truncated_and_a_refusal_is_never_a
 
 def test_the_estimate_counts_input_tokens_with_the_api_when_asked(monkeypatch):
     from urd.agentmem import settings as settings_mod
+    from urd.agentmem import trip_vs_move
     from urd.agentmem.cli import token_counter
     from urd.agentmem.runtime import routes_for
-    from urd.cost import agentmem as estimate
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     paths = []
@@ -235,9 +235,9 @@ def test_the_estimate_counts_input_tokens_with_the_api_when_asked(monkeypatch):
     s = settings_mod.load(REPO / "config/agentmem.yaml")
     routes = routes_for("claude-sonnet-5-5", s)
     count = token_counter(s, http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
-    counted = estimate.trip_vs_move(s, routes, "reader", gate="production", runs=s.runs, count=count)
-    stated = estimate.trip_vs_move(s, routes, "reader", gate="production", runs=s.runs)
+    counted = trip_vs_move.estimate(s, routes, "reader", gate="production", runs=s.runs, count=count)
+    stated = trip_vs_move.estimate(s, routes, "reader", gate="production", runs=s.runs)
     assert counted.usd > stated.usd and "count_tokens" in counted.line()
     graph = {(r.system, r.user) for v in ("move", "trip-alone")
-             for r in estimate.scripted_call_graph(s, "trip-vs-move", case_name="reader", variant=v, gate="production")}
+             for r in trip_vs_move.call_graph(s, "reader", v, "production")}
     assert set(paths) == {"/v1/messages/count_tokens"} and len(paths) == len(graph)  # each distinct request once, nothing generated

@@ -15,7 +15,6 @@ from urd.agentmem.runtime import NotConfirmed, build_llm, routes_for
 from urd.core.errors import InputError
 from urd.core.io import sha256_file
 from urd.core.manifest import read_manifest
-from urd.cost import agentmem as estimate_mod
 from urd.llm import Meter
 from urd.planting import arms, judge, report, suite, world
 from urd.planting.scripted import PlantingResponder
@@ -320,7 +319,7 @@ def test_a_live_run_goes_through_the_sdk_measures_tokens_and_replays_for_nothing
     # the fake bills a quarter token a byte of the user turn, plus the instructions as a cache write
     assert all(d["tokens_measured"] and d["prompt_tokens"] > 1000 for d in decide)
     # the estimate (the scripted call graph at list prices) is within 2x of what the run spent
-    est = estimate_mod.planting(s, routes_for(MODEL, s), master_seed=MASTER_SEED)
+    est = suite.estimate(s, routes_for(MODEL, s), master_seed=MASTER_SEED)
     assert 0.5 <= est.usd / r["meter"]["spent_usd"] <= 2.0
     again = suite.run_suite(MODEL, s, world_path=one, yes=True, http_client=FakeMessagesAPI().client(), **QUIET)
     assert again["meter"]["spent_usd"] == 0 and again["numbers"] == r["numbers"]
@@ -364,3 +363,75 @@ def test_the_cli_runs_stops_tabulates_and_refuses_another_suites_report(world_fi
     assert main(["run", "--model", "scripted", "--world", str(world_file), "--settings", json.dumps(raw),
                  "--output", str(stopped)]) == 1
     assert json.loads(stopped.read_text())["stop"]["at"] == "baseline gate"
+
+
+# --- context strategies as plug-ins ---------------------------------------------------------------
+
+class VerbatimWithTable(arms.ContextStrategy):
+    """The `full+table` arm, written as a plug-in: every event, then the due promises."""
+
+    features = {"history": "verbatim", "promise_table": True}
+
+    def sections(self, view):
+        events = view.store.events(view.world, view.character, list(range(1, view.decision_term)))
+        due = view.store.due_promises(view.world, view.character, view.decision_term)
+        return [("events", "\n".join(e.line() for e in events) or "none"),
+                ("due_promises", "\n".join(p.line(view.decision_term) for p in due) or "none")]
+
+
+class Summarised(VerbatimWithTable):
+    """Adds a model-written summary of the whole past (a call through the run's LLM layer)."""
+
+    features = {"history": "verbatim", "promise_table": True, "summary": True}
+
+    def sections(self, view):
+        lines = "\n".join(e.line() for e in view.store.events(view.world, view.character, [1, 2]))
+        return [*super().sections(view), ("middle_summary", view.summarize(lines, 1, 2))]
+
+
+class NoFeatures(arms.ContextStrategy):
+    def sections(self, view):
+        return []
+
+
+def test_a_strategy_plug_in_with_a_built_ins_features_is_credited_as_the_built_in(world_file, tmp_path,
+                                                                                    scripted_report):
+    plugged = {"full": {"history": "verbatim", "promise_table": False},
+               "mine": {"strategy": f"{__name__}:VerbatimWithTable"},
+               "summarised": {"strategy": f"{__name__}:Summarised"}}
+    r = suite.run_suite("scripted", settings(tmp_path, **{"planting.arms": plugged}), world_path=world_file, **QUIET)
+    assert r["status"] == "complete"
+    numbers = {n["arm"]: n for n in r["numbers"]}
+    built_in = {n["arm"]: n for n in scripted_report["numbers"]}
+    assert numbers["mine"]["hits"] == built_in["full+table"]["hits"]  # the same sections, the same decisions
+    credit = {(c["from"], c["to"]): c for c in r["factor_credits"]}
+    reference = {(c["from"], c["to"]): c for c in scripted_report["factor_credits"]}
+    assert credit[("full", "mine")]["credit"] == reference[("full", "full+table")]["credit"]
+    assert credit[("mine", "summarised")]["factor"] == "summary"
+    assert ("full", "summarised") not in credit  # two features apart: refused, named
+    assert any(x["from"] == "full" and x["to"] == "summarised" and x["differ_in"] == ["promise_table", "summary"]
+               for x in r["not_credited"])
+    assert {a["name"]: a.get("strategy") for a in r["arms"]}["mine"] == f"{__name__}:VerbatimWithTable"
+    summarised = [d for d in r["decisions"] if d["arm"] == "summarised"]
+    assert summarised and all(d["strategy_calls"]["calls"] <= 1 for d in summarised)
+    assert sum(d.get("strategy_calls", {}).get("calls", 0) for d in summarised) == 6 * 6 * 3  # one summary a world
+    assert not any("strategy_calls" in d for d in r["decisions"] if d["arm"] == "mine")
+
+
+def test_a_strategy_plug_in_that_declares_no_features_or_does_not_import_is_refused():
+    with pytest.raises(InputError, match="declaring features"):
+        arms.arms_from({"arms": {"x": {"strategy": f"{__name__}:NoFeatures"}}})
+    with pytest.raises(InputError, match="importable module"):
+        arms.arms_from({"arms": {"x": {"strategy": "no_such_module:S"}}})
+    with pytest.raises(InputError, match="lacks sections"):
+        arms.arms_from({"arms": {"x": {"strategy": "urd.planting.arms:ContextStrategy"}}})
+
+
+def test_two_arms_with_the_same_features_are_listed_not_silently_dropped():
+    same = {"history": "verbatim", "promise_table": True}
+    x, y = arms.Arm("x", same), arms.Arm("y", dict(same))
+    assert arms.credit_pairs([x, y]) == ([], [(x, y, [])])
+    numbers = {n: {"hits": {p: 0 for p in ("wound", "promise", "identity")}, "net_hits": 0} for n in ("x", "y")}
+    _, refused = report.factor_credits([x, y], numbers)
+    assert refused == [{"from": "x", "to": "y", "differ_in": [],
+                        "why": "the arms declare the same features: there is no factor to credit"}]

@@ -17,7 +17,8 @@ from urd.core.io import sha256_file
 pytestmark = pytest.mark.slow  # every test here runs Snakemake
 
 TABLE_RULES = ["retention_table", "side_metrics_table", "retention_figure_tiny", "published",
-               "planting_world", "verify", "planting_run", "planting_tables"]  # the planting suite builds offline
+               "planting_world", "verify", "planting_run", "planting_tables",  # the planting suite builds offline
+               "agentmem_trip_vs_move", "agentmem_update_gate", "agentmem_stores_table"]  # so do the stores
 REDUCED = ["--config", "evaluate_episodes=1", "evaluate_queries=2"]
 
 
@@ -61,9 +62,9 @@ def test_published_tables_match_their_summary_and_the_report_embeds_them(workflo
     snakemake(workflow, "published", "--allowed-rules", *TABLE_RULES, "--report", "report.html", check=True)
     html = (workflow / "report.html").read_text()
     assert re.search(r"data:image/png[^\"']*;base64,iVBORw0KGgo", html), "the figure is not embedded"
-    for name in ("retention.html", "retention.csv", "side_metrics.html", "retention_tiny.png", "planting.html"):
+    for name in ("retention.html", "retention.csv", "side_metrics.html", "retention_tiny.png", "planting.html", "stores.html"):
         assert name in html
-    for category in ("Retention B/A", "Side metrics", "Planting"):
+    for category in ("Retention B/A", "Side metrics", "Planting", "Agent-memory stores"):
         assert category in html
     assert digest in html, "captions must name the summary's SHA-256"
     assert not re.search(r"<script[^>]+src=\"http", html), "the report must be self-contained"

@@ -14,11 +14,12 @@ from pathlib import Path
 from ..core.errors import UrdError
 from ..core.io import atomic_write_json
 from ..cost import agentmem as estimate_mod
+from ..stores.reference.gates import GATES
+from ..stores.registry import REFERENCE
 from . import profile as profile_mod
 from . import settings as settings_mod
 from . import trip_vs_move, update_gate
 from .cases import CASES
-from .gates import GATES
 from .runtime import NotConfirmed, routes_for
 
 EXIT_OK, EXIT_BAR, EXIT_REFUSED = 0, 1, 2
@@ -39,6 +40,8 @@ def _settings_args(p: argparse.ArgumentParser) -> None:
 
 
 def _model_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", default=REFERENCE,
+                   help="the store under test: a built-in or an agentmem.stores.plugins name (default: reference)")
     p.add_argument("--model", required=True, help="the model every purpose runs on ('scripted': the offline table)")
     p.add_argument("--pin", type=_pin, action="append", default=[], metavar="PURPOSE=MODEL", help="run one purpose on another model")
 
@@ -70,6 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = ug.add_parser("rescore", help="re-score a saved report's samples; no call")
     p.add_argument("report", type=Path)
     p.add_argument("--output", type=Path, required=True)
+    p = suites.add_parser("table", help="the cross-store table from saved reports; no call")
+    p.add_argument("--trip-vs-move", type=Path, nargs="+", required=True, metavar="REPORT")
+    p.add_argument("--update-gate", type=Path, nargs="*", default=[], metavar="REPORT")
+    p.add_argument("--md", type=Path, required=True)
+    p.add_argument("--csv", type=Path, required=True)
+    p.add_argument("--html", type=Path)
     p = suites.add_parser("profile", help="record a live report's measured usage for later estimates")
     p.add_argument("reports", type=Path, nargs="+")
     _settings_args(p)
@@ -127,6 +136,12 @@ def run_guarded(dispatch, args) -> int:
 
 
 def _dispatch(args) -> int:
+    if args.suite == "table":
+        from . import table
+
+        table.write(args.trip_vs_move, args.update_gate, md=args.md, csv=args.csv, html=args.html)
+        print(f"stores table written to {args.md} and {args.csv}")
+        return EXIT_OK
     if args.suite == "profile":
         s = _settings(args)
         path = s.calibration_dir / estimate_mod.PROFILE_FILE
@@ -153,18 +168,18 @@ def _dispatch(args) -> int:
         profile = {} if args.count_tokens else estimate_mod.load_profile(s)
         count = token_counter(s) if args.count_tokens else None
         if args.suite == "trip-vs-move":
-            est = estimate_mod.trip_vs_move(s, routes, args.case, gate=args.gate or s.raw["trip_vs_move"]["gate"], runs=s.runs,
-                                            profile=profile, count=count)
+            est = trip_vs_move.estimate(s, routes, args.case, gate=args.gate or s.raw["trip_vs_move"]["gate"], runs=s.runs,
+                                        store=args.store, profile=profile, count=count)
         else:
-            est = estimate_mod.update_gate(s, routes, samples=args.samples or s.raw["update_gate"]["samples"], profile=profile,
-                                           count=count)
+            est = update_gate.estimate(s, routes, samples=args.samples or s.raw["update_gate"]["samples"], store=args.store,
+                                       profile=profile, count=count)
         print(est.cents if args.cents else est.line())
         return EXIT_OK
     if args.suite == "trip-vs-move":
-        report = trip_vs_move.run_suite(args.case, args.model, s, gate=args.gate, pins=pins, yes=args.yes)
+        report = trip_vs_move.run_suite(args.case, args.model, s, store=args.store, gate=args.gate, pins=pins, yes=args.yes)
         status = trip_vs_move.exit_status(report)
     else:
-        report = update_gate.run_suite(args.model, s, pins=pins, samples=args.samples, yes=args.yes)
+        report = update_gate.run_suite(args.model, s, store=args.store, pins=pins, samples=args.samples, yes=args.yes)
         status = update_gate.exit_status(report)
     atomic_write_json(args.output, report)
     print(f"{args.suite} on {args.model}: {report['verdict']}")

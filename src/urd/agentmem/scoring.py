@@ -5,14 +5,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from .gates import BEFORE_1_187, GATES, PRODUCTION, RecordedAnswers, retires
+from ..stores.reference.gates import BEFORE_1_187, GATES, PRODUCTION, RecordedAnswers, retires
 
 #: Rows never barred: the trip case's own pairs, and rows labelled 'report'.
 UNBARRED_CLASS = "case"
 
 
+#: The pseudo-gate of a store scored through its own update decision (``decides_update``):
+#: each sample is ``{"retires": bool}``.
+STORE_GATE = "store"
+
+
+def _retires(gate: str, row: Mapping, sample: Mapping) -> bool:
+    if gate == STORE_GATE:
+        return bool(sample["retires"])
+    return retires(gate, row["older"], RecordedAnswers(sample))
+
+
 def retirements(row: Mapping, gate: str) -> int:
-    return sum(retires(gate, row["older"], RecordedAnswers(s)) for s in row["samples"])
+    return sum(_retires(gate, row, s) for s in row["samples"])
 
 
 def barred(row: Mapping) -> bool:
@@ -71,3 +82,16 @@ def score_set(rows: Sequence[Mapping], *, heldout: bool) -> dict:
         "reported": reported,
         "unanswered_samples": unanswered,
     }
+
+
+def score_store_set(rows: Sequence[Mapping], *, heldout: bool) -> dict:
+    """A store's own update decision, under the production gate's bar; the regression reading
+    compares two gates of the reference store and is not defined for it."""
+    tally = gate_tally(rows, STORE_GATE, heldout=heldout)
+    reported = {
+        r["id"]: {"class": r["class"], "expected": r["expected"], "samples": len(r["samples"]), STORE_GATE: retirements(r, STORE_GATE)}
+        for r in rows
+        if not barred(r)
+    }
+    return {"gates": {STORE_GATE: tally}, "bar": tally["ok"], "regression": None, "controls_added_by_production": None,
+            "reported": reported, "unanswered_samples": 0}

@@ -71,6 +71,10 @@ class Settings:
         return str(self.raw["spend"]["confirm_live"]).lower() == "true"
 
     @property
+    def store_plugins(self) -> dict[str, str]:
+        return dict(self.raw["stores"]["plugins"])
+
+    @property
     def runs(self) -> dict[str, int]:
         r = self.raw["trip_vs_move"]["runs"]
         return {"move": r["move"], "trip-alone": r["trip_alone"]}

@@ -1,5 +1,6 @@
 """What the Snakemake rules need at parse time for the LLM suites (agent memory, planting): the
-settings as one argument, each target's spend estimate in whole US cents, and output paths."""
+settings as one argument, each target's spend estimate in whole US cents, the stores a target
+may name (resolved and checked here, so a bad plug-in fails the DAG), and output paths."""
 
 from __future__ import annotations
 
@@ -7,46 +8,94 @@ from collections.abc import Mapping
 
 from ..core.io import canonical_json
 from ..cost import agentmem as estimate_mod
+from ..stores import registry
+from . import trip_vs_move, update_gate
 from .runtime import routes_for
 from .settings import validate
 
 #: The published planting tables and figure (rules/planting.smk, the `published` target).
 PLANTING_TABLES = {fmt: f"results/planting/tables/planting.{fmt}" for fmt in ("md", "csv", "html", "png")}
+#: The published cross-store table (rules/agentmem.smk).
+STORES_TABLES = {fmt: f"results/agentmem/tables/stores.{fmt}" for fmt in ("md", "csv", "html")}
+CASES = ("reader", "mid-trip")
 
 #: A model name as a target path segment: no slash, no spaces.
 MODEL_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]*"
+STORE_PATTERN = registry.NAME_PATTERN
+SOURCE = "config/agentmem.yaml (+ --config)"
 
 
 def settings_json(agentmem: Mapping) -> str:
     return canonical_json(agentmem)
 
 
-def trip_vs_move_estimate(agentmem: Mapping, case: str, model: str) -> estimate_mod.Estimate:
-    s = validate(agentmem, "config['agentmem']")
-    return estimate_mod.trip_vs_move(
-        s, routes_for(model, s), case, gate=s.raw["trip_vs_move"]["gate"], runs=s.runs, profile=estimate_mod.load_profile(s)
-    )
+def _settings(agentmem: Mapping):
+    return validate(agentmem, "config['agentmem']")
 
 
-def update_gate_estimate(agentmem: Mapping, model: str) -> estimate_mod.Estimate:
-    s = validate(agentmem, "config['agentmem']")
-    return estimate_mod.update_gate(
-        s, routes_for(model, s), samples=s.raw["update_gate"]["samples"], profile=estimate_mod.load_profile(s)
-    )
+def check_store(agentmem: Mapping, store: str) -> str:
+    """``store``, once it resolves to a class with the interface (else one line naming the key)."""
+    registry.resolve(store, agentmem["stores"]["plugins"], SOURCE)
+    return store
 
 
-def trip_vs_move_cents(agentmem: Mapping, case: str, model: str) -> int:
-    return trip_vs_move_estimate(agentmem, case, model).cents
+def store_code(agentmem: Mapping, store: str) -> list[str]:
+    """The modules whose code a store's report depends on: the suites' entry and the store's own."""
+    return ["urd.agentmem.__main__", registry.store_module(store, agentmem["stores"]["plugins"])]
 
 
-def update_gate_cents(agentmem: Mapping, model: str) -> int:
-    return update_gate_estimate(agentmem, model).cents
+def check_update_store(agentmem: Mapping, store: str) -> str:
+    """``store``, once it resolves and has an update decision for the update-gate suite."""
+    if not has_update_decision(agentmem, store):
+        from ..core.errors import InputError
+
+        raise InputError(SOURCE, f"agentmem.stores ({store})",
+                         f"a store with {registry.UPDATE_DECISION}(older, newer, sample) for update-gate", "none")
+    return store
+
+
+def table_stores(agentmem: Mapping) -> list[str]:
+    """The stores the cross-store table shows, each checked."""
+    return [check_store(agentmem, s) for s in agentmem["stores"]["table"]]
+
+
+def has_update_decision(agentmem: Mapping, store: str) -> bool:
+    return registry.has_update_decision(registry.resolve(store, agentmem["stores"]["plugins"], SOURCE))
+
+
+def trip_vs_move_estimate(agentmem: Mapping, case: str, model: str, store: str = registry.REFERENCE) -> estimate_mod.Estimate:
+    s = _settings(agentmem)
+    return trip_vs_move.estimate(s, routes_for(model, s), case, gate=s.raw["trip_vs_move"]["gate"], runs=s.runs, store=store,
+                                 profile=estimate_mod.load_profile(s))
+
+
+def update_gate_estimate(agentmem: Mapping, model: str, store: str = registry.REFERENCE) -> estimate_mod.Estimate:
+    s = _settings(agentmem)
+    return update_gate.estimate(s, routes_for(model, s), samples=s.raw["update_gate"]["samples"], store=store,
+                                profile=estimate_mod.load_profile(s))
+
+
+def trip_vs_move_cents(agentmem: Mapping, case: str, model: str, store: str = registry.REFERENCE) -> int:
+    return trip_vs_move_estimate(agentmem, case, model, store).cents
+
+
+def update_gate_cents(agentmem: Mapping, model: str, store: str = registry.REFERENCE) -> int:
+    return update_gate_estimate(agentmem, model, store).cents
 
 
 def planting_estimate(agentmem: Mapping, model: str, master_seed: int) -> estimate_mod.Estimate:
-    s = validate(agentmem, "config['agentmem']")
-    return estimate_mod.planting(s, routes_for(model, s), master_seed=master_seed)
+    from ..planting import suite
+
+    s = _settings(agentmem)
+    return suite.estimate(s, routes_for(model, s), master_seed=master_seed)
 
 
 def planting_cents(agentmem: Mapping, model: str, master_seed: int) -> int:
     return planting_estimate(agentmem, model, master_seed).cents
+
+
+def planting_arms(agentmem: Mapping) -> list[str]:
+    """The planting arms' names, each built-in checked and each plug-in strategy resolved."""
+    from ..planting import arms
+
+    return [a.name for a in arms.arms_from(agentmem["planting"], f"{SOURCE}: agentmem.planting.arms")]

@@ -5,22 +5,25 @@ from __future__ import annotations
 
 import copy
 import sys
+import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from .. import __version__
+from ..core.io import canonical_json
 from ..cost import agentmem as estimate_mod
-from ..llm import CallFailed, CeilingReached, Meter, RequestRefused, Routes
+from ..llm import SCRIPTED_MODEL, CallFailed, CeilingReached, Meter, RequestRefused, Routes
+from ..stores import registry
+from ..stores.base import StoreFailed, StoreRun, checked_events, checked_rows
+from ..stores.reference.gates import GATES
+from ..stores.reference.ingest import StepFailed
+from ..stores.registry import REFERENCE
 from . import checks as checks_mod
 from .cases import PROTOCOL, verify_notes
 from .cases import case as case_named
-from .consolidate import consolidate
-from .gates import GATES
-from .ingest import StepFailed, ingest_note
 from .runtime import build_llm, confirm_live, fresh_run_dir, is_live, routes_for
 from .scripted import ScriptedTable
-from .settings import Settings
-from .store import CHECKED_EVENTS, ClaimStore
+from .settings import Settings, with_overrides
 
 REPORT_VERSION = 1
 SUITE = "trip-vs-move"
@@ -44,8 +47,9 @@ def run_store(
     http_client=None,
     checks_version: int,
     record: list | None = None,
+    store: str = REFERENCE,
 ) -> dict:
-    """One run: deposit the variant's notes one at a time, consolidate, check the store."""
+    """One run: a fresh store, the variant's notes deposited one at a time, consolidation, the checks."""
     case = case_named(case_name)
     notes = verify_notes(settings.calibration_dir, case.variants[variant])
     replica = f"{variant}-{index}"
@@ -53,36 +57,37 @@ def run_store(
     llm = build_llm(settings, routes, meter, table=table, http_client=http_client, ceiling_usd=ceiling_usd, record=record)
     incomplete = None
     reads, consolidation = [], None
-    store = ClaimStore.create(fresh_run_dir(run_dir) / "store.sqlite")
+    cls = registry.resolve(store, settings.store_plugins)
+    memory = cls(StoreRun(fresh_run_dir(run_dir), llm, replica, settings, {"gate": gate}))
     steps: list[tuple[str, Callable[[], object]]] = [
-        (
-            f"ingest {note.name}",
-            (lambda note=note: reads.append(
-                ingest_note(
-                    store, llm, note,
-                    read_at=settings.read_at or note.date,
-                    gate=gate, limits=settings.limits, max_tokens=settings.max_tokens, replica=replica,
-                )
-            )),
-        )
+        (f"ingest {note.name}", lambda note=note: reads.append(memory.deposit(note, settings.read_at or note.date) or {"note": note.name}))
         for note in notes
     ]
-    steps.append(("consolidate", lambda: consolidate(store, llm, limits=settings.limits, max_tokens=settings.max_tokens, replica=replica)))
+    steps.append(("consolidate", memory.consolidate))
+    label = "the store"
     try:
         for label, step in steps:
             if ceiling_usd is not None and meter.spent_usd >= ceiling_usd:
                 incomplete = f"stopped before {label}: measured spend US${meter.spent_usd:.4f} reached the ceiling US${ceiling_usd:g}"
                 break
-            with store.step():
-                result = step()
+            result = step()
             if label == "consolidate":
                 consolidation = result
-    except (CallFailed, CeilingReached, RequestRefused, StepFailed) as exc:
+        label = "reading the store back"
+        rows = checked_rows(memory.rows(), store)
+        events = checked_events(memory.events(), store)
+    except (CallFailed, CeilingReached, RequestRefused, StepFailed, StoreFailed) as exc:
         incomplete = f"{label}: {exc}"
-    rows = store.rows()
-    events = store.events(CHECKED_EVENTS)
-    store.close()
-    checks = checks_mod.evaluate(rows, events, trip_alone=variant == "trip-alone", case=case_name, version=checks_version)
+    except Exception as exc:  # a plug-in's own failure: the run is incomplete, never a pass
+        if store == REFERENCE:
+            raise
+        incomplete = f"{label}: store {store} raised {type(exc).__name__}: {exc}"
+    if incomplete is not None:
+        rows, events = _salvage(memory, store)
+    memory.close()
+    checks = checks_mod.evaluate(rows, events or [], trip_alone=variant == "trip-alone", case=case_name, version=checks_version)
+    if events is None and variant != "trip-alone":
+        checks = _without_events(checks)
     leaks = meter.leaks()
     passed = None if (incomplete or leaks) else bool(checks["pass"])
     return {
@@ -93,22 +98,32 @@ def run_store(
         "invalid": leaks or None,
         "checks": checks,
         "claims": rows,
-        "events": [{"kind": k, "payload": p} for k, p in events],
-        "notes_read": [
-            {
-                "note": r.note,
-                "claims": r.claims,
-                "retired": r.retired,
-                "end_dates_dropped": r.end_dates_dropped,
-                "dropped_outside_bound": r.dropped,
-            }
-            for r in reads
-        ],
-        "consolidation": None
-        if consolidation is None
-        else {"examined": consolidation.examined, "restated": consolidation.restated, "kept_back": consolidation.kept_back},
+        "events": None if events is None else [{"kind": k, "payload": p} for k, p in events],
+        "notes_read": reads,
+        "consolidation": consolidation,
         "usage": meter.summary(),
     }
+
+
+#: What check ii reads from a store's events; a store that keeps none cannot be held to it.
+EVENT_CHECK = "ii_kept_back_by_winner"
+NOT_MEASURABLE = "not measurable for this store: it keeps no events"
+
+
+def _without_events(checks: dict) -> dict:
+    """The move checks of a store that keeps no events: check ii's event half is reported as
+    not measurable, never as a pass; the run passes on the checks that could be read."""
+    out = {**checks, EVENT_CHECK: NOT_MEASURABLE}
+    out["not_measurable"] = [EVENT_CHECK]
+    return out
+
+
+def _salvage(memory, store: str) -> tuple[list[dict], list | None]:
+    """What a stopped run's store still holds (an empty store if it cannot even say)."""
+    try:
+        return checked_rows(memory.rows(), store), checked_events(memory.events(), store)
+    except Exception:  # the run is already incomplete; its reason is the first failure
+        return [], None
 
 
 def verdict(runs: list[dict], *, mixed: bool, protocol: Mapping[str, int] = PROTOCOL) -> dict:
@@ -139,6 +154,7 @@ def run_suite(
     model: str,
     settings: Settings,
     *,
+    store: str = REFERENCE,
     gate: str | None = None,
     pins: Mapping[str, str] | None = None,
     runs: Mapping[str, int] | None = None,
@@ -151,15 +167,17 @@ def run_suite(
     gate = gate or settings.raw["trip_vs_move"]["gate"]
     if gate not in GATES:
         raise ValueError(f"unknown gate {gate!r}; expected one of {GATES}")
+    about = registry.describe(store, settings.store_plugins)
     routes = routes_for(model, settings, dict(pins or {}))
     runs = dict(runs or settings.runs)
     checks_version = settings.raw["trip_vs_move"]["checks_version"]
     notes = verify_notes(settings.calibration_dir, case.notes)
-    est = estimate_mod.trip_vs_move(settings, routes, case_name, gate=gate, runs=runs, profile=estimate_mod.load_profile(settings))
+    est = estimate(settings, routes, case_name, gate=gate, runs=runs, store=store, profile=estimate_mod.load_profile(settings))
     log(est.line())
     confirm_live(routes, settings, yes)
     ceiling = settings.raw["spend"]["max_usd_per_run"] if is_live(routes) else None
-    root = settings.work_dir / "stores" / SUITE / case_name / model / gate
+    root = settings.work_dir / "stores" / SUITE / case_name / model
+    root = root / gate if store == REFERENCE else root / f"store-{store}"
     done = []
     for variant in ("move", "trip-alone"):
         for i in range(1, runs.get(variant, 0) + 1):
@@ -167,6 +185,7 @@ def run_suite(
                 root / f"{variant}-{i}",
                 case_name=case_name, variant=variant, index=i, settings=settings, routes=routes,
                 gate=gate, ceiling_usd=ceiling, table=table, http_client=http_client, checks_version=checks_version,
+                store=store,
             )
             state = "INVALID" if run["invalid"] else "INCOMPLETE" if run["incomplete"] else "PASS" if run["passed"] else "FAIL"
             log(f"{variant} run {i}: {state}  US${run['usage']['spent_usd']:.4f}")
@@ -179,7 +198,9 @@ def run_suite(
         )
     if settings.read_at is not None:
         remarks.append(f"Every note was read at the fixed date {settings.read_at.isoformat()}, not at its own date.")
-    return {
+    if about["spend"] == "not metered":
+        remarks.append(f"Spend not metered: store {store} calls a model by its own means, so the spend below is only urd's.")
+    report = {
         "suite": SUITE,
         "report_version": REPORT_VERSION,
         "urd_version": __version__,
@@ -189,7 +210,7 @@ def run_suite(
         "arm": "live" if is_live(routes) else "scripted",
         "purposes": routes.as_dict(),
         "mixed": routes.mixed,
-        "gate": gate,
+        "gate": gate if store == REFERENCE else None,
         "clock": {"mode": "fixed", "read_at": settings.read_at.isoformat()}
         if settings.read_at
         else {"mode": "note-date", "read_at": None},
@@ -208,6 +229,46 @@ def run_suite(
         "limits": settings.raw["store"],
         "remarks": remarks,
     }
+    if store != REFERENCE:  # reports without this key are the reference store's (report_version 1)
+        report["store"] = about
+        report["spend"]["metered"] = about["spend"] == "metered"
+    return report
+
+
+_GRAPHS: dict[tuple, list] = {}
+
+
+def call_graph(settings: Settings, case_name: str, variant: str, gate: str, store: str = REFERENCE) -> list:
+    """Every request one run of ``store`` makes on the scripted arm (offline, free; computed
+    once). A run the scripted arm cannot finish raises :class:`NotPriced`."""
+    key = (canonical_json(settings.raw), case_name, variant, gate, store)
+    if key not in _GRAPHS:
+        recorded: list = []
+        with tempfile.TemporaryDirectory() as tmp:
+            scratch = with_overrides(settings, {"work_dir": tmp, "llm.replay_cache": False})
+            run = run_store(Path(tmp) / "run", case_name=case_name, variant=variant, index=1, settings=scratch,
+                            routes=routes_for(SCRIPTED_MODEL, scratch), gate=gate, ceiling_usd=None,
+                            checks_version=scratch.raw["trip_vs_move"]["checks_version"], record=recorded, store=store)
+        if run["incomplete"]:  # a partial graph would price a partial run
+            raise estimate_mod.NotPriced(f"store {store} cannot run offline on the scripted arm ({run['incomplete']})")
+        _GRAPHS[key] = recorded
+    return _GRAPHS[key]
+
+
+def estimate(settings: Settings, routes: Routes, case_name: str, *, gate: str, runs: Mapping[str, int],
+             store: str = REFERENCE, profile: Mapping | None = None, count=None) -> estimate_mod.Estimate:
+    """What a run will cost: see :mod:`urd.cost.agentmem`. A store that calls a model by its own
+    means, or cannot run offline, is not priced."""
+    suite = f"trip-vs-move {case_name}" + ("" if store == REFERENCE else f" ({store})")
+    if registry.resolve(store, settings.store_plugins).own_model:
+        return estimate_mod.not_priced(suite, routes.model, f"store {store} calls a model by its own means")
+    try:
+        return estimate_mod.trip_vs_move(
+            settings, routes, case_name, runs=runs, profile=profile if store == REFERENCE else None, count=count,
+            graph=lambda variant: call_graph(settings, case_name, variant, gate, store), suite=suite,
+        )
+    except estimate_mod.NotPriced as exc:
+        return estimate_mod.not_priced(suite, routes.model, str(exc))
 
 
 def rescore(report: Mapping, version: int) -> dict:

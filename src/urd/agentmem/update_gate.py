@@ -5,20 +5,26 @@ from __future__ import annotations
 
 import copy
 import sys
+import tempfile
 from collections.abc import Callable, Mapping
 
 from .. import __version__
+from ..core.errors import InputError
+from ..core.io import canonical_json
 from ..cost import agentmem as estimate_mod
-from ..llm import CallFailed, CeilingReached, Meter, RequestRefused
-from . import prompts, replies
+from ..llm import SCRIPTED_MODEL, CallFailed, CeilingReached, Meter, RequestRefused, Routes
+from ..stores import registry
+from ..stores.base import StoreFailed, StoreRun
+from ..stores.reference import prompts, replies
+from ..stores.reference.gates import CHANGES, GATES
+from ..stores.reference.probes import PairProbe
+from ..stores.registry import REFERENCE
 from . import purposes as P
-from .gates import CHANGES, GATES
 from .pairs import load_set_rows, set_info
-from .probes import PairProbe
-from .runtime import build_llm, confirm_live, is_live, routes_for
-from .scoring import score_set
+from .runtime import build_llm, confirm_live, fresh_run_dir, is_live, routes_for
+from .scoring import STORE_GATE, score_set, score_store_set
 from .scripted import ScriptedTable
-from .settings import Settings
+from .settings import Settings, with_overrides
 
 SUITE = "update-gate"
 REPORT_VERSION = 1
@@ -60,6 +66,7 @@ def run_suite(
     model: str,
     settings: Settings,
     *,
+    store: str = REFERENCE,
     pins: Mapping[str, str] | None = None,
     samples: int | None = None,
     yes: bool = False,
@@ -68,11 +75,15 @@ def run_suite(
     log: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
     record: list | None = None,
 ) -> dict:
+    about = registry.describe(store, settings.store_plugins)
+    if not about["update_decision"]:
+        raise InputError(f"store {store}", registry.UPDATE_DECISION,
+                         "a store with an update decision: the update-gate suite does not measure one without it")
     routes = routes_for(model, settings, dict(pins or {}))
     samples = samples or settings.raw["update_gate"]["samples"]
     rows_by_set = load_set_rows(settings.calibration_dir)
     info = set_info(settings.calibration_dir)
-    est = estimate_mod.update_gate(settings, routes, samples=samples, profile=estimate_mod.load_profile(settings))
+    est = estimate(settings, routes, samples=samples, store=store, profile=estimate_mod.load_profile(settings))
     log(est.line())
     confirm_live(routes, settings, yes)
     ceiling = settings.raw["spend"]["max_usd_update_gate"] if is_live(routes) else None
@@ -80,25 +91,43 @@ def run_suite(
     llm = build_llm(settings, routes, meter, table=table, http_client=http_client, ceiling_usd=ceiling, record=record)
     incomplete = None
     asked: dict[str, list[dict]] = {name: [] for name in rows_by_set}
+    memory = None
+    if store == REFERENCE:
+        def sample(row, replica):
+            return ask_sample(llm, row, max_tokens=settings.max_tokens, replica=replica)
+    else:
+        run_dir = fresh_run_dir(settings.work_dir / "stores" / SUITE / model / f"store-{store}")
+        memory = registry.resolve(store, settings.store_plugins)(StoreRun(run_dir, llm, "update-gate", settings))
+
+        def sample(row, replica):
+            decided = memory.decides_update(row["older"], row["newer"], replica)
+            if not isinstance(decided, bool):
+                raise StoreFailed(f"store {store}: decides_update returned {decided!r}, expected true or false")
+            return {"retires": decided}
     try:
-        if settings.raw["llm"]["batches"] and is_live(routes):
+        if store == REFERENCE and settings.raw["llm"]["batches"] and is_live(routes):
             sent = prefetch_in_batches(llm, rows_by_set, samples, settings, log)
             log(f"{sent} calls sent in Message Batches (half the list price)")
         for name, rows in rows_by_set.items():
             for row in rows:
                 if ceiling is not None and meter.spent_usd >= ceiling:
                     raise _Stop(f"stopped before {name}/{row['id']}: measured spend US${meter.spent_usd:.4f} reached the ceiling US${ceiling:g}")
-                got = [
-                    ask_sample(llm, row, max_tokens=settings.max_tokens, replica=f"{name}/{row['id']}/sample-{s}")
-                    for s in range(1, samples + 1)
-                ]
+                got = [sample(row, f"{name}/{row['id']}/sample-{s}") for s in range(1, samples + 1)]
                 asked[name].append({**row, "samples": got})
             log(f"{name}: {len(rows)} pairs asked")
     except _Stop as stop:
         incomplete = str(stop)
-    except (CallFailed, CeilingReached, RequestRefused) as exc:
+    except (CallFailed, CeilingReached, RequestRefused, StoreFailed) as exc:
         incomplete = str(exc)
+    except Exception as exc:  # a plug-in's own failure: incomplete, never a pass
+        if store == REFERENCE:
+            raise
+        incomplete = f"store {store} raised {type(exc).__name__}: {exc}"
+    finally:
+        if memory is not None:
+            memory.close()
     leaks = meter.leaks()
+    score = score_set if store == REFERENCE else score_store_set
     sets = {}
     for name, rows in asked.items():
         complete = len(rows) == len(rows_by_set[name])
@@ -109,7 +138,7 @@ def run_suite(
             "heldout": info[name]["heldout"],
             "complete": complete,
             "rows": rows,
-            "scores": score_set(rows, heldout=info[name]["heldout"]) if complete else None,
+            "scores": score(rows, heldout=info[name]["heldout"]) if complete else None,
         }
     report = {
         "suite": SUITE,
@@ -120,7 +149,7 @@ def run_suite(
         "purposes": routes.as_dict(),
         "mixed": routes.mixed,
         "samples_per_pair": samples,
-        "gates": list(GATES),
+        "gates": list(GATES) if store == REFERENCE else [STORE_GATE],
         "sets": sets,
         "incomplete": incomplete,
         "invalid": leaks or None,
@@ -136,8 +165,43 @@ def run_suite(
         if is_live(routes)
         else ["Scripted arm: every answer came from the package's table. It tests the harness and the scoring, and says nothing about any model."],
     }
+    if store != REFERENCE:  # reports without this key are the reference store's (report_version 1)
+        report["store"] = about
+        report["spend"]["metered"] = about["spend"] == "metered"
+        if about["spend"] == "not metered":
+            report["remarks"].append(f"Spend not metered: store {store} calls a model by its own means.")
     report["verdict"] = verdict(report)
     return report
+
+
+_GRAPHS: dict[tuple, list] = {}
+
+
+def call_graph(settings: Settings, samples: int, store: str = REFERENCE) -> list:
+    """Every request the suite makes for ``store`` on the scripted arm (offline, free; computed once)."""
+    key = (canonical_json(settings.raw), samples, store)
+    if key not in _GRAPHS:
+        recorded: list = []
+        with tempfile.TemporaryDirectory() as tmp:
+            scratch = with_overrides(settings, {"work_dir": tmp, "llm.replay_cache": False})
+            report = run_suite(SCRIPTED_MODEL, scratch, store=store, samples=samples, log=lambda line: None, record=recorded)
+        if report["incomplete"]:
+            raise estimate_mod.NotPriced(f"store {store} cannot run offline on the scripted arm ({report['incomplete']})")
+        _GRAPHS[key] = recorded
+    return _GRAPHS[key]
+
+
+def estimate(settings: Settings, routes: Routes, *, samples: int, store: str = REFERENCE, profile: Mapping | None = None,
+             count=None) -> estimate_mod.Estimate:
+    """What the suite will cost for ``store``: see :mod:`urd.cost.agentmem`."""
+    suite = SUITE if store == REFERENCE else f"{SUITE} ({store})"
+    if registry.resolve(store, settings.store_plugins).own_model:
+        return estimate_mod.not_priced(suite, routes.model, f"store {store} calls a model by its own means")
+    try:
+        return estimate_mod.update_gate(settings, routes, samples=samples, profile=profile if store == REFERENCE else None,
+                                        count=count, graph=lambda: call_graph(settings, samples, store), suite=suite)
+    except estimate_mod.NotPriced as exc:
+        return estimate_mod.not_priced(suite, routes.model, str(exc))
 
 
 class _Stop(Exception):
@@ -160,8 +224,9 @@ def verdict(report: Mapping) -> dict:
 def rescore(report: Mapping) -> dict:
     """Re-score saved samples under the current gates and bars; no call."""
     out = copy.deepcopy(dict(report))
+    score = score_store_set if "store" in out else score_set
     for s in out["sets"].values():
-        s["scores"] = score_set(s["rows"], heldout=s["heldout"]) if s["complete"] else None
+        s["scores"] = score(s["rows"], heldout=s["heldout"]) if s["complete"] else None
     out["verdict"] = verdict(out)
     out["rescored"] = {"calls": 0}
     return out

@@ -28,24 +28,22 @@ from __future__ import annotations
 
 import json
 import math
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..agentmem import prompts
 from ..agentmem import purposes as P
 from ..agentmem.cases import case as case_named
 from ..agentmem.cases import load_note
-from ..agentmem.gates import BEFORE_1_187, CHANGES_ONLY, PRODUCTION
 from ..agentmem.pairs import load_set_rows
 from ..agentmem.settings import Settings
 from ..core.errors import UrdError
-from ..core.io import canonical_json
 from ..llm import SCRIPTED_MODEL, Request, Routes, Usage
 from ..llm.client import BATCH_PRICE
 from ..llm.prices import PriceBook
 from ..llm.request import FRAMING_TOKENS  # one framing allowance for estimate, bound and ceiling
+from ..stores.reference import prompts
+from ..stores.reference.gates import BEFORE_1_187, CHANGES_ONLY, PRODUCTION
 
 PROBE_CALLS_PER_PAIR = {PRODUCTION: 3, CHANGES_ONLY: 2, BEFORE_1_187: 3}
 PROFILE_FILE = "usage_profile.json"
@@ -55,25 +53,28 @@ PROFILE_FILE = "usage_profile.json"
 class Estimate:
     suite: str
     model: str
-    source: str  # "bound", "profile" or "free"
-    usd: float
+    source: str  # "bound", "profile", "call graph", "free" or "not priced"
+    usd: float | None  # None: not priced
     per_variant_usd: Mapping[str, float] = field(default_factory=dict)
     calls: int | None = None
     note: str = ""
 
     @property
     def cents(self) -> int:
-        # Rounded up: a planned-spend line must not read under the estimate.
-        return math.ceil(round(self.usd * 100, 6))
+        # Rounded up: a planned-spend line must not read under the estimate. Not priced: 0,
+        # and the job's message says why.
+        return 0 if self.usd is None else math.ceil(round(self.usd * 100, 6))
 
     def line(self) -> str:
+        if self.usd is None:
+            return f"{self.suite} on {self.model}: not priced ({self.note})"
         calls = "" if self.calls is None else f", {'at most ' if self.source == 'bound' else ''}{self.calls} calls"
         return f"{self.suite} on {self.model}: estimate US${self.usd:.2f} ({self.source}{calls}; {self.note})"
 
     def as_dict(self) -> dict:
         return {
             "source": self.source,
-            "usd": round(self.usd, 6),
+            "usd": None if self.usd is None else round(self.usd, 6),
             "per_variant_usd": {k: round(v, 6) for k, v in sorted(self.per_variant_usd.items())},
             "calls": self.calls,
             "note": self.note,
@@ -118,42 +119,6 @@ def _bound_run(settings: Settings, routes: Routes, case_name: str, variant: str,
     usd += retirements * per_retirement
     calls += retirements * (1 + m * (1 + c))
     return usd, calls
-
-
-_GRAPHS: dict[tuple, list[Request]] = {}
-
-
-def scripted_call_graph(settings: Settings, suite: str, *, case_name: str = "", variant: str = "", gate: str = "",
-                        samples: int = 1, master_seed: int = 0) -> list[Request]:
-    """Every request one run makes on the scripted arm (offline, free; computed once)."""
-    key = (canonical_json(settings.raw), suite, case_name, variant, gate, samples, master_seed)
-    if key not in _GRAPHS:
-        from ..agentmem import trip_vs_move as tvm
-        from ..agentmem import update_gate as ug
-        from ..agentmem.runtime import routes_for
-        from ..agentmem.settings import with_overrides
-
-        recorded: list[Request] = []
-        with tempfile.TemporaryDirectory() as tmp:
-            scratch = with_overrides(settings, {"work_dir": tmp, "llm.replay_cache": False})
-            if suite == "planting":
-                from ..planting import suite as planting_suite
-                from ..planting import world
-
-                path = Path(tmp) / "world.jsonl"
-                world.write_world(path, master_seed, world.Shape.from_settings(scratch.raw["planting"]), world.load_roster())
-                report = planting_suite.run_suite(SCRIPTED_MODEL, scratch, world_path=path, record=recorded,
-                                                  log=lambda line: None)
-                if report["status"] != "complete":  # a partial graph would price a partial run
-                    raise UrdError(f"the scripted planting run behind the estimate stopped: {report['stop']['why']}")
-            elif suite == "trip-vs-move":
-                tvm.run_store(Path(tmp) / "run", case_name=case_name, variant=variant, index=1, settings=scratch,
-                              routes=routes_for(SCRIPTED_MODEL, scratch), gate=gate, ceiling_usd=None,
-                              checks_version=scratch.raw["trip_vs_move"]["checks_version"], record=recorded)
-            else:
-                ug.run_suite(SCRIPTED_MODEL, scratch, samples=samples, log=lambda line: None, record=recorded)
-        _GRAPHS[key] = recorded
-    return _GRAPHS[key]
 
 
 #: (model, request) -> the input tokens it bills: the Messages API's counter, when a key is present
@@ -210,11 +175,24 @@ def load_profile(settings: Settings) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+#: A run's call graph: every request it makes, recorded on the scripted arm (the suites build it).
+Graph = Callable[..., list[Request]]
+
+
+class NotPriced(UrdError):
+    """A run whose calls cannot be known offline (a store the scripted arm cannot run)."""
+
+
+def not_priced(suite: str, model: str, why: str) -> Estimate:
+    return Estimate(suite, model, "not priced", None, {}, None, why)
+
+
 def trip_vs_move(
-    settings: Settings, routes: Routes, case_name: str, *, gate: str, runs: Mapping[str, int], profile: Mapping | None = None,
-    count: TokenCounter | None = None,
+    settings: Settings, routes: Routes, case_name: str, *, runs: Mapping[str, int], graph: Graph,
+    profile: Mapping | None = None, count: TokenCounter | None = None, suite: str | None = None,
 ) -> Estimate:
-    suite = f"trip-vs-move {case_name}"
+    """``graph(variant)``: the requests one run of that variant makes on the scripted arm."""
+    suite = suite or f"trip-vs-move {case_name}"
     if all(m == SCRIPTED_MODEL for m in routes.by_purpose.values()):
         return Estimate(suite, routes.model, "free", 0.0, {v: 0.0 for v in runs}, None, "the scripted arm makes no paid call")
     measured = (profile or {}).get("trip-vs-move", {}).get(case_name, {}).get(routes.model, {})
@@ -226,19 +204,19 @@ def trip_vs_move(
     for variant, n in runs.items():
         if not n:
             continue
-        graph = scripted_call_graph(settings, "trip-vs-move", case_name=case_name, variant=variant, gate=gate)
-        per[variant] = call_graph_usd(settings, routes, graph, count)
-        calls += n * len(graph)
+        requests = graph(variant)
+        per[variant] = call_graph_usd(settings, routes, requests, count)
+        calls += n * len(requests)
     usd = sum(per[v] * n for v, n in runs.items() if n)
     return Estimate(suite, routes.model, "call graph", usd, per, calls, _graph_note(settings, count is not None))
 
 
-def planting(settings: Settings, routes: Routes, *, master_seed: int, count: TokenCounter | None = None) -> Estimate:
-    """One planting run: the scripted arm's call graph (calibration, three variants of every
-    arm, their summaries and judgements) at the live routes' list prices."""
+def planting(settings: Settings, routes: Routes, *, graph: Graph, count: TokenCounter | None = None) -> Estimate:
+    """One planting run: the scripted arm's call graph (``graph()``: calibration, three variants
+    of every arm, their summaries and judgements) at the live routes' list prices."""
     if all(m == SCRIPTED_MODEL for m in routes.by_purpose.values()):
         return Estimate("planting", routes.model, "free", 0.0, {}, None, "the scripted arm makes no paid call")
-    graph = scripted_call_graph(settings, "planting", master_seed=master_seed)
+    graph = graph()
     if settings.raw["llm"]["replay_cache"]:  # a request asked twice is answered from the cache the second time
         graph = list(dict.fromkeys(graph))
     by_purpose = {}
@@ -261,18 +239,18 @@ def trip_vs_move_bound(settings: Settings, routes: Routes, case_name: str, *, ga
 
 
 def update_gate(
-    settings: Settings, routes: Routes, *, samples: int, sets: Mapping[str, list[dict]] | None = None, profile: Mapping | None = None,
-    count: TokenCounter | None = None,
+    settings: Settings, routes: Routes, *, samples: int, graph: Graph | None = None, sets: Mapping[str, list[dict]] | None = None,
+    profile: Mapping | None = None, count: TokenCounter | None = None, suite: str = "update-gate",
 ) -> Estimate:
-    suite = "update-gate"
+    """``graph()``: the requests the run makes on the scripted arm; without it, the bound over ``sets``."""
     if all(m == SCRIPTED_MODEL for m in routes.by_purpose.values()):
         return Estimate(suite, routes.model, "free", 0.0, {}, None, "the scripted arm makes no paid call")
     measured = (profile or {}).get("update-gate", {}).get(routes.model)
     if measured and not routes.mixed and measured.get("samples") == samples:
         usd = _profile_usd(settings.prices, routes, measured["by_purpose"])
         return Estimate(suite, routes.model, "profile", usd, {}, None, f"measured usage: {measured.get('source', 'a report')}")
-    if sets is None:
-        graph = scripted_call_graph(settings, "update-gate", samples=samples)
+    if graph is not None:
+        graph = graph()
         usd = call_graph_usd(settings, routes, graph, count)
         note = _graph_note(settings, count is not None)
         if settings.raw["llm"]["batches"]:

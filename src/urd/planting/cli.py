@@ -16,7 +16,6 @@ from ..agentmem import settings as settings_mod
 from ..agentmem.cli import _pin, read_report, run_guarded, token_counter
 from ..agentmem.runtime import routes_for
 from ..core.io import atomic_write_json
-from ..cost import agentmem as estimate_mod
 from . import judge, render, world
 
 EXIT_OK, EXIT_STOPPED = 0, 1  # 2 (nothing run or written): urd.agentmem.cli.run_guarded
@@ -88,7 +87,9 @@ def _dispatch(args) -> int:
     routes = routes_for(args.model, s, dict(args.pin))
     if args.verb == "estimate":
         count = token_counter(s) if args.count_tokens else None
-        est = estimate_mod.planting(s, routes, master_seed=args.master_seed, count=count)
+        from . import suite
+
+        est = suite.estimate(s, routes, master_seed=args.master_seed, count=count)
         print(est.cents if args.cents else est.line())
         return EXIT_OK
     from . import suite

@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..agentmem.replies import json_object
 from ..core.errors import InputError, UrdError
 from ..core.io import atomic_write_text, sha256_bytes
 from ..core.manifest import format_manifest, read_manifest
 from ..llm import LLM
+from ..llm.parse import json_object
 from . import prompts
 
 KINDS = ("positive", "paraphrased positive", "hard negative")

@@ -60,8 +60,8 @@ def document(reports: list[tuple[str, dict]]) -> Doc:
         doc.bullets(facts)
         credits = [f"{c['factor']} ({c['from']} -> {c['to']}): net hits {c['credit']['net_hits']:+d}; "
                    + ", ".join(f"{p} {c['credit'][p]:+d}" for p in PLANTS) for c in rep["factor_credits"]]
-        credits += [f"not credited: {r['from']} -> {r['to']} differ in {', '.join(r['differ_in'])}"
-                    for r in rep["not_credited"]]
+        credits += [f"not credited: {r['from']} -> {r['to']} " + (f"differ in {', '.join(r['differ_in'])}" if r["differ_in"]
+                    else "declare the same features") for r in rep["not_credited"]]
         if credits:
             doc.heading("Factor credits (arms that differ in exactly one feature)", 3)
             doc.bullets(credits)

@@ -97,11 +97,12 @@ def factor_credits(arms: list[arms_mod.Arm], numbers: dict[str, dict]) -> tuple[
         if na["net_hits"] is None or nb["net_hits"] is None:
             continue  # an arm with no paired unit has nothing to credit
         credits.append({"factor": feature, "from": a.name, "to": b.name,
-                        "change": f"{feature}: {a.features[feature]} -> {b.features[feature]}",
+                        "change": f"{feature}: {a.features.get(feature, 'absent')} -> {b.features.get(feature, 'absent')}",
                         "credit": {**{p: nb["hits"][p] - na["hits"][p] for p in PLANTS},
                                    "net_hits": nb["net_hits"] - na["net_hits"]}})
     refused = [{"from": a.name, "to": b.name, "differ_in": differ,
-                "why": "the arms differ in more than one feature: no factor is credited"} for a, b, differ in multi]
+                "why": "the arms differ in more than one feature: no factor is credited" if differ
+                else "the arms declare the same features: there is no factor to credit"} for a, b, differ in multi]
     return credits, refused
 
 
@@ -120,7 +121,8 @@ def build(run, state: dict, *, world_sha256: str, calibration: dict) -> dict:
                   "terms": run.shape.terms, "events_per_term": run.shape.events_per_term,
                   "characters": [c["id"] for c in run.roster["characters"]], "decision_term": run.shape.decision_term},
         "settings_sha256": sha256_bytes(canonical_json(run.p).encode()),
-        "arms": [{"name": a.name, "features": dict(a.features)} for a in run.arms],
+        "arms": [{"name": a.name, "features": dict(a.features), **({"strategy": a.source} if a.source != "built-in" else {})}
+                 for a in run.arms],
         "calibration_set": {"version": calibration["version"], "sha256": calibration["sha256"],
                             "path": calibration["path"]},
         "calibration": state["calibration"],

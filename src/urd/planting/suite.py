@@ -10,18 +10,21 @@ A live run needs confirmation, and stops at its ceiling with the report marked i
 from __future__ import annotations
 
 import math
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from ..agentmem.replies import json_object
 from ..agentmem.runtime import build_llm, confirm_live, fresh_run_dir, routes_for
-from ..agentmem.settings import Settings
+from ..agentmem.settings import Settings, with_overrides
 from ..core.errors import InputError, UrdError
-from ..core.io import sha256_file
+from ..core.io import canonical_json, sha256_file
+from ..cost import agentmem as estimate_mod
 from ..llm import SCRIPTED_MODEL, CeilingReached, LLMError, Meter
+from ..llm.parse import json_object
 from . import arms as arms_mod
 from . import judge as judge_mod
 from . import prompts, report
+from . import world as world_mod
 from .scripted import PlantingResponder
 from .store import Store
 from .world import PLANTS, VARIANTS, Shape, load_roster, read_world
@@ -109,8 +112,10 @@ class Run:
         world = _world(seed, variant)
         events = self.world[(seed, variant, c["id"])]
         plant_ids = {e.plant: e.id for e in events if e.plant in PLANTS}
-        secs = arms_mod.sections(arm, self.store, world, c["id"], decision_term=self.shape.decision_term,
-                                 layout=self.layout, summarize=self._summarize(world, c["id"]))
+        calls_before = len(self.meter.records)
+        secs = arm.sections(arms_mod.DecisionView(self.store, world, c["id"], self.shape.decision_term, self.layout,
+                                                  self._summarize(world, c["id"]), self.llm))
+        strategy_calls = self.meter.records[calls_before:]  # the strategy's own calls (a summary, a retrieval)
         req = prompts.decide(c["profile"], secs, term=self.shape.decision_term, max_tokens=self.max_tokens["decide"],
                              replica=f"seed-{seed}")
         before = len(self.meter.records)
@@ -122,6 +127,11 @@ class Run:
         d = {"variant": variant, "arm": arm.name, "character": c["id"], "seed": seed, "prompt_tokens": tokens,
              "tokens_measured": bool(measured), "parsed": intents is not None, "intents": intents or [],
              "plant_ids": plant_ids, "plant_events": {p: c["plants"][p]["text"] for p in PLANTS}}
+        if strategy_calls:  # what building the context cost, beside the decision's own prompt
+            d["strategy_calls"] = {"calls": len(strategy_calls),
+                                   "input_tokens": sum(r.usage.input_tokens + r.usage.cache_read_tokens
+                                                       + r.usage.cache_write_tokens for r in strategy_calls),
+                                   "output_tokens": sum(r.usage.output_tokens for r in strategy_calls)}
         cited = sorted({x for it in d["intents"] for x in it["cites"]})
         d["fabricated"] = [x for x in cited if not self.store.has_id(world, c["id"], x)]
         d["judged"] = {}
@@ -202,3 +212,28 @@ def run_suite(model: str, settings: Settings, *, world_path: Path, pins=None, ye
     finally:
         run.store.close()
     return report.build(run, state, world_sha256=sha256_file(run.world_path), calibration=cal)
+
+
+_GRAPHS: dict[tuple, list] = {}
+
+
+def call_graph(settings: Settings, master_seed: int) -> list:
+    """Every request one run makes on the scripted arm, over the world of ``master_seed``
+    (offline, free; computed once)."""
+    key = (canonical_json(settings.raw), master_seed)
+    if key not in _GRAPHS:
+        recorded: list = []
+        with tempfile.TemporaryDirectory() as tmp:
+            scratch = with_overrides(settings, {"work_dir": tmp, "llm.replay_cache": False})
+            path = Path(tmp) / "world.jsonl"
+            world_mod.write_world(path, master_seed, Shape.from_settings(scratch.raw["planting"]), load_roster())
+            result = run_suite(SCRIPTED_MODEL, scratch, world_path=path, record=recorded, log=lambda line: None)
+        if result["status"] != "complete":  # a partial graph would price a partial run
+            raise UrdError(f"the scripted planting run behind the estimate stopped: {result['stop']['why']}")
+        _GRAPHS[key] = recorded
+    return _GRAPHS[key]
+
+
+def estimate(settings: Settings, routes, *, master_seed: int, count=None):
+    """What a run will cost: the scripted arm's call graph at the live routes' list prices."""
+    return estimate_mod.planting(settings, routes, graph=lambda: call_graph(settings, master_seed), count=count)

@@ -65,6 +65,10 @@ def published_files(config: dict) -> list[str]:
         from ..agentmem.smk import PLANTING_TABLES
 
         files += list(PLANTING_TABLES.values())
+    if config.get("agentmem", {}).get("stores", {}).get("publish"):
+        from ..agentmem.smk import STORES_TABLES
+
+        files += list(STORES_TABLES.values())
     if config["controls"]["enabled"]:
         files += [f"{TABLES}/ceiling.md", f"{TABLES}/ceiling.html", f"{TABLES}/bits_curve.md",
                   f"{TABLES}/bits_curve.html", f"{FIGURES}/bits_curve.png"]

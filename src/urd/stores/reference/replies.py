@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from datetime import date
 
+from ...llm.parse import json_object
 from .gates import CHANGES, DIFFERENT, FIXED
 
 _VERDICT = re.compile(r"^\W*VERDICT\W*:\W*(YES|NO)\W*$", re.IGNORECASE)
@@ -36,17 +36,6 @@ def update_verdict(reply: str) -> str | None:
         return FIXED
     return None
 
-
-def json_object(reply: str) -> dict | None:
-    """The one JSON object in a reply, tolerating a code fence or prose around it."""
-    start, end = reply.find("{"), reply.rfind("}")
-    if start == -1 or end < start:
-        return None
-    try:
-        data = json.JSONDecoder(strict=False).decode(reply[start : end + 1])
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
 
 
 @dataclass(frozen=True)

@@ -14,13 +14,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..llm import LLM
+from ...agentmem import purposes as P
+from ...agentmem.settings import StoreLimits
+from ...llm import LLM
 from . import prompts, replies
-from . import purposes as P
+from .claims import DEPENDENT_CLAIM_EXAMINED, MATCHED_EXISTING, RESTATED, UPDATE_SUPERSESSION, Claim, ClaimStore
 from .ingest import words
 from .probes import PairProbe
-from .settings import StoreLimits
-from .store import DEPENDENT_CLAIM_EXAMINED, MATCHED_EXISTING, RESTATED, UPDATE_SUPERSESSION, Claim, ClaimStore
 
 RESTATED_OUTCOME = "restated"
 MATCHED_OUTCOME = "matched_existing"

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-from ..core.errors import InputError
-from ..core.io import canonical_json
+from ...core.errors import InputError
+from ...core.io import canonical_json
 
 ACTIVE, RETIRED = "ACTIVE", "RETIRED"
 #: Why a claim was retired.

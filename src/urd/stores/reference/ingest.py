@@ -7,15 +7,15 @@ import re
 from dataclasses import dataclass, field
 from datetime import date
 
-from ..core.errors import UrdError
-from ..llm import LLM
+from ...agentmem import purposes as P
+from ...agentmem.cases import Note
+from ...agentmem.settings import StoreLimits
+from ...core.errors import UrdError
+from ...llm import LLM
 from . import prompts, replies
-from . import purposes as P
-from .cases import Note
+from .claims import NOTE_INGESTED, PAIR_EXAMINED, UPDATE_SUPERSESSION, UPDATED, Claim, ClaimStore
 from .gates import retires
 from .probes import PairProbe
-from .settings import StoreLimits
-from .store import NOTE_INGESTED, PAIR_EXAMINED, UPDATE_SUPERSESSION, UPDATED, Claim, ClaimStore
 
 _WORD = re.compile(r"[a-z0-9']+")
 

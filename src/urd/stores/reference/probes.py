@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..llm import LLM
+from ...agentmem import purposes as P
+from ...llm import LLM
 from . import prompts, replies
-from . import purposes as P
 from .gates import CHANGES, settle
 
 
