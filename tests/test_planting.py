@@ -5,6 +5,7 @@ through the anthropic SDK against a fake Messages API (never the network)."""
 import copy
 import json
 import math
+from typing import ClassVar
 
 import pytest
 from conftest import REPO
@@ -370,7 +371,7 @@ def test_the_cli_runs_stops_tabulates_and_refuses_another_suites_report(world_fi
 class VerbatimWithTable(arms.ContextStrategy):
     """The `full+table` arm, written as a plug-in: every event, then the due promises."""
 
-    features = {"history": "verbatim", "promise_table": True}
+    features: ClassVar[dict] = {"history": "verbatim", "promise_table": True}
 
     def sections(self, view):
         events = view.store.events(view.world, view.character, list(range(1, view.decision_term)))
@@ -382,7 +383,7 @@ class VerbatimWithTable(arms.ContextStrategy):
 class Summarised(VerbatimWithTable):
     """Adds a model-written summary of the whole past (a call through the run's LLM layer)."""
 
-    features = {"history": "verbatim", "promise_table": True, "summary": True}
+    features: ClassVar[dict] = {"history": "verbatim", "promise_table": True, "summary": True}
 
     def sections(self, view):
         lines = "\n".join(e.line() for e in view.store.events(view.world, view.character, [1, 2]))

@@ -131,6 +131,16 @@ class RaisesOnSecondNote(NoEvents):
         super().deposit(note, read_at)
 
 
+class FailsToOpen(NoEvents):
+    def __init__(self, run):
+        raise OSError("cannot open the store's database")
+
+
+class FailsToOpenDeciding(FailsToOpen):
+    def decides_update(self, older, newer, sample):
+        return False
+
+
 class BadRows(NoEvents):
     def rows(self):
         return [{**r, "status": "active"} for r in self.kept]
@@ -190,6 +200,14 @@ def test_a_store_that_raises_mid_run_leaves_every_run_incomplete_never_a_pass(tm
     assert report["verdict"]["bar_met"] is None and report["verdict"]["incomplete"] == 3
 
 
+def test_a_store_that_cannot_be_created_leaves_its_runs_incomplete(tmp_path):
+    s = make_settings(tmp_path, plugin("closed", FailsToOpen))
+    report = trip_vs_move.run_suite("reader", "scripted", s, store="closed", **QUIET)
+    assert {r["incomplete"] for r in report["runs"]} == {
+        "creating the store: store closed raised OSError: cannot open the store's database"}
+    assert all(r["passed"] is None and r["claims"] == [] for r in report["runs"])
+
+
 def test_rows_the_checks_cannot_read_make_the_run_incomplete_naming_the_field(tmp_path):
     s = make_settings(tmp_path, plugin("bad", BadRows))
     run = trip_vs_move.run_suite("reader", "scripted", s, store="bad", **QUIET)["runs"][0]
@@ -224,6 +242,10 @@ def test_update_gate_refuses_a_store_without_a_decision_and_scores_a_bad_answer_
         update_gate.run_suite("scripted", s, store="mine", **QUIET)
     report = update_gate.run_suite("scripted", s, store="odd", **QUIET)
     assert "decides_update returned 'yes'" in report["incomplete"] and report["verdict"]["bars_met"] is None
+    closed = update_gate.run_suite("scripted", make_settings(tmp_path / "c", plugin("closed", FailsToOpenDeciding)),
+                                   store="closed", **QUIET)
+    assert closed["incomplete"] == "store closed raised OSError: cannot open the store's database"
+    assert all(not s["complete"] and s["scores"] is None for s in closed["sets"].values())
 
 
 @pytest.mark.parametrize("spec, message", [

@@ -58,14 +58,16 @@ def run_store(
     incomplete = None
     reads, consolidation = [], None
     cls = registry.resolve(store, settings.store_plugins)
-    memory = cls(StoreRun(fresh_run_dir(run_dir), llm, replica, settings, {"gate": gate}))
+    memory = None
+    run = StoreRun(fresh_run_dir(run_dir), llm, replica, settings, {"gate": gate})
     steps: list[tuple[str, Callable[[], object]]] = [
         (f"ingest {note.name}", lambda note=note: reads.append(memory.deposit(note, settings.read_at or note.date) or {"note": note.name}))
         for note in notes
     ]
-    steps.append(("consolidate", memory.consolidate))
-    label = "the store"
+    steps.append(("consolidate", lambda: memory.consolidate()))
+    label = "creating the store"
     try:
+        memory = cls(run)
         for label, step in steps:
             if ceiling_usd is not None and meter.spent_usd >= ceiling_usd:
                 incomplete = f"stopped before {label}: measured spend US${meter.spent_usd:.4f} reached the ceiling US${ceiling_usd:g}"
@@ -83,8 +85,9 @@ def run_store(
             raise
         incomplete = f"{label}: store {store} raised {type(exc).__name__}: {exc}"
     if incomplete is not None:
-        rows, events = _salvage(memory, store)
-    memory.close()
+        rows, events = _salvage(memory, store) if memory is not None else ([], None)
+    if memory is not None:
+        memory.close()
     checks = checks_mod.evaluate(rows, events or [], trip_alone=variant == "trip-alone", case=case_name, version=checks_version)
     if events is None and variant != "trip-alone":
         checks = _without_events(checks)

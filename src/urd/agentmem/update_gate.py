@@ -96,8 +96,8 @@ def run_suite(
         def sample(row, replica):
             return ask_sample(llm, row, max_tokens=settings.max_tokens, replica=replica)
     else:
-        run_dir = fresh_run_dir(settings.work_dir / "stores" / SUITE / model / f"store-{store}")
-        memory = registry.resolve(store, settings.store_plugins)(StoreRun(run_dir, llm, "update-gate", settings))
+        run = StoreRun(fresh_run_dir(settings.work_dir / "stores" / SUITE / model / f"store-{store}"), llm, "update-gate",
+                       settings)
 
         def sample(row, replica):
             decided = memory.decides_update(row["older"], row["newer"], replica)
@@ -105,6 +105,8 @@ def run_suite(
                 raise StoreFailed(f"store {store}: decides_update returned {decided!r}, expected true or false")
             return {"retires": decided}
     try:
+        if store != REFERENCE:
+            memory = registry.resolve(store, settings.store_plugins)(run)
         if store == REFERENCE and settings.raw["llm"]["batches"] and is_live(routes):
             sent = prefetch_in_batches(llm, rows_by_set, samples, settings, log)
             log(f"{sent} calls sent in Message Batches (half the list price)")
