@@ -308,3 +308,24 @@ def test_the_table_counts_each_check_over_the_runs_and_refuses_checks_version_1(
     old["checks_version"] = 1
     with pytest.raises(InputError, match="checks_version"):
         table_mod.rows([("old.json", old)], [])
+
+
+def test_the_reference_stores_update_decision_is_its_gate_on_the_same_probe_answers(tmp_path):
+    from urd.agentmem.runtime import build_llm
+    from urd.agentmem.scoring import retirements
+    from urd.llm import Meter
+    from urd.stores.base import StoreRun
+    from urd.stores.reference import ReferenceStore
+
+    s = make_settings(tmp_path)
+    golden = json.loads((REPO / "tests/golden/update-gate-scripted.json").read_text())
+    llm = build_llm(s, routes_for("scripted", s), Meter())
+    (tmp_path / "run").mkdir()
+    for gate in ("production", "before-1.187"):
+        store = ReferenceStore(StoreRun(tmp_path / "run" / gate, llm, "update-gate", s, {"gate": gate}))
+        decided = {(name, row["id"]): sum(store.decides_update(row["older"], row["newer"], f"{name}/{row['id']}/sample-{i}")
+                                          for i in range(1, 4))
+                   for name, st in golden["sets"].items() for row in st["rows"]}
+        store.close()
+        expected = {(name, row["id"]): retirements(row, gate) for name, st in golden["sets"].items() for row in st["rows"]}
+        assert decided == expected and 0 < sum(decided.values()) < 3 * len(decided)

@@ -1,15 +1,21 @@
-"""Building a run's LLM client, and the confirmation a live run needs."""
+"""Building a run's LLM client, the confirmation a live run needs, and what the suites share
+about the store under test and the scripted run behind an estimate."""
 
 from __future__ import annotations
 
 import shutil
+import tempfile
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ..core.errors import InputError, UrdError
+from ..core.io import canonical_json
+from ..cost.agentmem import Estimate, NotPriced, not_priced
 from ..llm import LLM, SCRIPTED_MODEL, Backends, Meter, ReplayCache, Routes, ScriptedBackend
+from ..stores import registry
 from .purposes import PURPOSES
 from .scripted import ScriptedResponder, ScriptedTable
-from .settings import Settings
+from .settings import Settings, with_overrides
 
 RUN_MARKER = ".urd-agentmem-run"
 
@@ -83,3 +89,44 @@ def _anthropic_backend():
     from ..llm.anthropic_backend import AnthropicBackend
 
     return AnthropicBackend
+
+
+_GRAPHS: dict[tuple, list] = {}
+
+
+def scripted_calls(settings: Settings, key: tuple, run: Callable[[Settings, Path, list], str | None], *, stopped: str) -> list:
+    """Every request ``run(scratch, tmp, record)`` makes on the scripted arm, in a scratch work
+    directory without the replay cache; computed once per settings and ``key``. ``run`` returns
+    why it stopped short, or None: a partial graph would price a partial run, so that raises
+    :class:`NotPriced` (``stopped``, then the reason)."""
+    full = (canonical_json(settings.raw), *key)
+    if full not in _GRAPHS:
+        recorded: list = []
+        with tempfile.TemporaryDirectory() as tmp:
+            why = run(with_overrides(settings, {"work_dir": tmp, "llm.replay_cache": False}), Path(tmp), recorded)
+        if why is not None:
+            raise NotPriced(f"{stopped} ({why})")
+        _GRAPHS[full] = recorded
+    return _GRAPHS[full]
+
+
+def store_estimate(settings: Settings, routes: Routes, store: str, suite: str, price: Callable[[], Estimate]) -> Estimate:
+    """``price()``, or "not priced" for a store that calls a model by its own means or cannot run offline."""
+    if registry.resolve(store, settings.store_plugins).own_model:
+        return not_priced(suite, routes.model, f"store {store} calls a model by its own means")
+    try:
+        return price()
+    except NotPriced as exc:
+        return not_priced(suite, routes.model, str(exc))
+
+
+def label_store(report: dict, store: str, about: Mapping) -> dict:
+    """A report of a store other than the reference names it (reports without the key are the
+    reference store's, report_version 1) and says whether its spend is metered."""
+    if store != registry.REFERENCE:
+        report["store"] = dict(about)
+        report["spend"]["metered"] = about["spend"] == "metered"
+        if about["spend"] == "not metered":
+            report["remarks"].append(f"Spend not metered: store {store} calls a model by its own means, so the "
+                                     "spend in this report is only urd's.")
+    return report

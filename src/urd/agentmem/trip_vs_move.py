@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import copy
 import sys
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from .. import __version__
-from ..core.io import canonical_json
 from ..cost import agentmem as estimate_mod
 from ..llm import SCRIPTED_MODEL, CallFailed, CeilingReached, Meter, RequestRefused, Routes
 from ..stores import registry
@@ -21,9 +19,18 @@ from ..stores.registry import REFERENCE
 from . import checks as checks_mod
 from .cases import PROTOCOL, verify_notes
 from .cases import case as case_named
-from .runtime import build_llm, confirm_live, fresh_run_dir, is_live, routes_for
+from .runtime import (
+    build_llm,
+    confirm_live,
+    fresh_run_dir,
+    is_live,
+    label_store,
+    routes_for,
+    scripted_calls,
+    store_estimate,
+)
 from .scripted import ScriptedTable
-from .settings import Settings, with_overrides
+from .settings import Settings
 
 REPORT_VERSION = 1
 SUITE = "trip-vs-move"
@@ -201,8 +208,6 @@ def run_suite(
         )
     if settings.read_at is not None:
         remarks.append(f"Every note was read at the fixed date {settings.read_at.isoformat()}, not at its own date.")
-    if about["spend"] == "not metered":
-        remarks.append(f"Spend not metered: store {store} calls a model by its own means, so the spend below is only urd's.")
     report = {
         "suite": SUITE,
         "report_version": REPORT_VERSION,
@@ -232,46 +237,28 @@ def run_suite(
         "limits": settings.raw["store"],
         "remarks": remarks,
     }
-    if store != REFERENCE:  # reports without this key are the reference store's (report_version 1)
-        report["store"] = about
-        report["spend"]["metered"] = about["spend"] == "metered"
-    return report
-
-
-_GRAPHS: dict[tuple, list] = {}
+    return label_store(report, store, about)
 
 
 def call_graph(settings: Settings, case_name: str, variant: str, gate: str, store: str = REFERENCE) -> list:
-    """Every request one run of ``store`` makes on the scripted arm (offline, free; computed
-    once). A run the scripted arm cannot finish raises :class:`NotPriced`."""
-    key = (canonical_json(settings.raw), case_name, variant, gate, store)
-    if key not in _GRAPHS:
-        recorded: list = []
-        with tempfile.TemporaryDirectory() as tmp:
-            scratch = with_overrides(settings, {"work_dir": tmp, "llm.replay_cache": False})
-            run = run_store(Path(tmp) / "run", case_name=case_name, variant=variant, index=1, settings=scratch,
-                            routes=routes_for(SCRIPTED_MODEL, scratch), gate=gate, ceiling_usd=None,
-                            checks_version=scratch.raw["trip_vs_move"]["checks_version"], record=recorded, store=store)
-        if run["incomplete"]:  # a partial graph would price a partial run
-            raise estimate_mod.NotPriced(f"store {store} cannot run offline on the scripted arm ({run['incomplete']})")
-        _GRAPHS[key] = recorded
-    return _GRAPHS[key]
+    """Every request one run of ``store`` makes on the scripted arm (offline, free; computed once)."""
+    def run(scratch, tmp, record):
+        return run_store(tmp / "run", case_name=case_name, variant=variant, index=1, settings=scratch,
+                         routes=routes_for(SCRIPTED_MODEL, scratch), gate=gate, ceiling_usd=None,
+                         checks_version=scratch.raw["trip_vs_move"]["checks_version"], record=record,
+                         store=store)["incomplete"]
+
+    return scripted_calls(settings, (SUITE, case_name, variant, gate, store), run,
+                          stopped=f"store {store} cannot run offline on the scripted arm")
 
 
 def estimate(settings: Settings, routes: Routes, case_name: str, *, gate: str, runs: Mapping[str, int],
              store: str = REFERENCE, profile: Mapping | None = None, count=None) -> estimate_mod.Estimate:
-    """What a run will cost: see :mod:`urd.cost.agentmem`. A store that calls a model by its own
-    means, or cannot run offline, is not priced."""
+    """What a run will cost: see :mod:`urd.cost.agentmem`."""
     suite = f"trip-vs-move {case_name}" + ("" if store == REFERENCE else f" ({store})")
-    if registry.resolve(store, settings.store_plugins).own_model:
-        return estimate_mod.not_priced(suite, routes.model, f"store {store} calls a model by its own means")
-    try:
-        return estimate_mod.trip_vs_move(
-            settings, routes, case_name, runs=runs, profile=profile if store == REFERENCE else None, count=count,
-            graph=lambda variant: call_graph(settings, case_name, variant, gate, store), suite=suite,
-        )
-    except estimate_mod.NotPriced as exc:
-        return estimate_mod.not_priced(suite, routes.model, str(exc))
+    return store_estimate(settings, routes, store, suite, lambda: estimate_mod.trip_vs_move(
+        settings, routes, case_name, runs=runs, profile=profile if store == REFERENCE else None, count=count,
+        graph=lambda variant: call_graph(settings, case_name, variant, gate, store), suite=suite))
 
 
 def rescore(report: Mapping, version: int) -> dict:

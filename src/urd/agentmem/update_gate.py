@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import copy
 import sys
-import tempfile
 from collections.abc import Callable, Mapping
 
 from .. import __version__
 from ..core.errors import InputError
-from ..core.io import canonical_json
 from ..cost import agentmem as estimate_mod
 from ..llm import SCRIPTED_MODEL, CallFailed, CeilingReached, Meter, RequestRefused, Routes
 from ..stores import registry
@@ -21,10 +19,19 @@ from ..stores.reference.probes import PairProbe
 from ..stores.registry import REFERENCE
 from . import purposes as P
 from .pairs import load_set_rows, set_info
-from .runtime import build_llm, confirm_live, fresh_run_dir, is_live, routes_for
+from .runtime import (
+    build_llm,
+    confirm_live,
+    fresh_run_dir,
+    is_live,
+    label_store,
+    routes_for,
+    scripted_calls,
+    store_estimate,
+)
 from .scoring import STORE_GATE, score_set, score_store_set
 from .scripted import ScriptedTable
-from .settings import Settings, with_overrides
+from .settings import Settings
 
 SUITE = "update-gate"
 REPORT_VERSION = 1
@@ -167,43 +174,28 @@ def run_suite(
         if is_live(routes)
         else ["Scripted arm: every answer came from the package's table. It tests the harness and the scoring, and says nothing about any model."],
     }
-    if store != REFERENCE:  # reports without this key are the reference store's (report_version 1)
-        report["store"] = about
-        report["spend"]["metered"] = about["spend"] == "metered"
-        if about["spend"] == "not metered":
-            report["remarks"].append(f"Spend not metered: store {store} calls a model by its own means.")
+    label_store(report, store, about)
     report["verdict"] = verdict(report)
     return report
 
 
-_GRAPHS: dict[tuple, list] = {}
-
-
 def call_graph(settings: Settings, samples: int, store: str = REFERENCE) -> list:
     """Every request the suite makes for ``store`` on the scripted arm (offline, free; computed once)."""
-    key = (canonical_json(settings.raw), samples, store)
-    if key not in _GRAPHS:
-        recorded: list = []
-        with tempfile.TemporaryDirectory() as tmp:
-            scratch = with_overrides(settings, {"work_dir": tmp, "llm.replay_cache": False})
-            report = run_suite(SCRIPTED_MODEL, scratch, store=store, samples=samples, log=lambda line: None, record=recorded)
-        if report["incomplete"]:
-            raise estimate_mod.NotPriced(f"store {store} cannot run offline on the scripted arm ({report['incomplete']})")
-        _GRAPHS[key] = recorded
-    return _GRAPHS[key]
+    def run(scratch, tmp, record):
+        return run_suite(SCRIPTED_MODEL, scratch, store=store, samples=samples, log=lambda line: None,
+                         record=record)["incomplete"]
+
+    return scripted_calls(settings, (SUITE, samples, store), run,
+                          stopped=f"store {store} cannot run offline on the scripted arm")
 
 
 def estimate(settings: Settings, routes: Routes, *, samples: int, store: str = REFERENCE, profile: Mapping | None = None,
              count=None) -> estimate_mod.Estimate:
     """What the suite will cost for ``store``: see :mod:`urd.cost.agentmem`."""
     suite = SUITE if store == REFERENCE else f"{SUITE} ({store})"
-    if registry.resolve(store, settings.store_plugins).own_model:
-        return estimate_mod.not_priced(suite, routes.model, f"store {store} calls a model by its own means")
-    try:
-        return estimate_mod.update_gate(settings, routes, samples=samples, profile=profile if store == REFERENCE else None,
-                                        count=count, graph=lambda: call_graph(settings, samples, store), suite=suite)
-    except estimate_mod.NotPriced as exc:
-        return estimate_mod.not_priced(suite, routes.model, str(exc))
+    return store_estimate(settings, routes, store, suite, lambda: estimate_mod.update_gate(
+        settings, routes, samples=samples, profile=profile if store == REFERENCE else None, count=count,
+        graph=lambda: call_graph(settings, samples, store), suite=suite))
 
 
 class _Stop(Exception):

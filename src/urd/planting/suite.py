@@ -10,14 +10,13 @@ A live run needs confirmation, and stops at its ceiling with the report marked i
 from __future__ import annotations
 
 import math
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from ..agentmem.runtime import build_llm, confirm_live, fresh_run_dir, routes_for
-from ..agentmem.settings import Settings, with_overrides
+from ..agentmem.runtime import build_llm, confirm_live, fresh_run_dir, routes_for, scripted_calls
+from ..agentmem.settings import Settings
 from ..core.errors import InputError, UrdError
-from ..core.io import canonical_json, sha256_file
+from ..core.io import sha256_file
 from ..cost import agentmem as estimate_mod
 from ..llm import SCRIPTED_MODEL, CeilingReached, LLMError, Meter
 from ..llm.parse import json_object
@@ -214,24 +213,17 @@ def run_suite(model: str, settings: Settings, *, world_path: Path, pins=None, ye
     return report.build(run, state, world_sha256=sha256_file(run.world_path), calibration=cal)
 
 
-_GRAPHS: dict[tuple, list] = {}
-
-
 def call_graph(settings: Settings, master_seed: int) -> list:
     """Every request one run makes on the scripted arm, over the world of ``master_seed``
     (offline, free; computed once)."""
-    key = (canonical_json(settings.raw), master_seed)
-    if key not in _GRAPHS:
-        recorded: list = []
-        with tempfile.TemporaryDirectory() as tmp:
-            scratch = with_overrides(settings, {"work_dir": tmp, "llm.replay_cache": False})
-            path = Path(tmp) / "world.jsonl"
-            world_mod.write_world(path, master_seed, Shape.from_settings(scratch.raw["planting"]), load_roster())
-            result = run_suite(SCRIPTED_MODEL, scratch, world_path=path, record=recorded, log=lambda line: None)
-        if result["status"] != "complete":  # a partial graph would price a partial run
-            raise UrdError(f"the scripted planting run behind the estimate stopped: {result['stop']['why']}")
-        _GRAPHS[key] = recorded
-    return _GRAPHS[key]
+    def run(scratch, tmp, record):
+        path = tmp / "world.jsonl"
+        world_mod.write_world(path, master_seed, Shape.from_settings(scratch.raw["planting"]), load_roster())
+        result = run_suite(SCRIPTED_MODEL, scratch, world_path=path, record=record, log=lambda line: None)
+        return None if result["status"] == "complete" else result["stop"]["why"]
+
+    return scripted_calls(settings, ("planting", master_seed), run,
+                          stopped="the scripted planting run behind the estimate stopped")
 
 
 def estimate(settings: Settings, routes, *, master_seed: int, count=None):

@@ -38,7 +38,10 @@ ROW_FIELDS = ("content", "sources", "status", "restatement", "valid_until")
 UPDATE_SUPERSESSION = "UPDATE_SUPERSESSION"
 DEPENDENT_CLAIM_EXAMINED = "DEPENDENT_CLAIM_EXAMINED"
 
-__all__ = ["ACTIVE", "RETIRED", "ROW_FIELDS", "MemoryStore", "Note", "StoreRun", "checked_rows", "claim_row"]
+__all__ = [
+    "ACTIVE", "RETIRED", "ROW_FIELDS", "MemoryStore", "Note", "StoreFailed", "StoreRun", "checked_events", "checked_rows",
+    "claim_row",
+]
 
 
 class StoreFailed(UrdError):
