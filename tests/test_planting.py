@@ -140,6 +140,9 @@ def test_the_scripted_run_passes_calibration_and_gate_and_fills_every_number(scr
         assert n["decisions"] == {"planted": 36, "unplanted": 36, "apologised": 36}
         assert n["net_hits"] == sum(n["hits"].values()) - sum(n["unplanted_hits"].values())
         assert n["net_hits_per_1k_tokens"] == round(n["net_hits"] / (n["prompt_tokens_median"] / 1000), 2)
+        # the layered arm's summary is part of its token cost; a verbatim arm builds its context for free
+        assert (n["strategy_tokens_median"] > 0) == (n["arm"] == "layered")
+        assert n["net_hits_per_1k_total_tokens"] == round(n["net_hits"] / (n["total_tokens_median"] / 1000), 2)
         iv = n["net_hits_interval"]
         assert iv["low"] <= iv["point"] == n["net_hits"] <= iv["high"] and iv["units"] == 36
     by = {n["arm"]: n for n in r["numbers"]}
@@ -414,9 +417,15 @@ def test_a_strategy_plug_in_with_a_built_ins_features_is_credited_as_the_built_i
                for x in r["not_credited"])
     assert {a["name"]: a.get("strategy") for a in r["arms"]}["mine"] == f"{__name__}:VerbatimWithTable"
     summarised = [d for d in r["decisions"] if d["arm"] == "summarised"]
-    assert summarised and all(d["strategy_calls"]["calls"] <= 1 for d in summarised)
-    assert sum(d.get("strategy_calls", {}).get("calls", 0) for d in summarised) == 6 * 6 * 3  # one summary a world
-    assert not any("strategy_calls" in d for d in r["decisions"] if d["arm"] == "mine")
+    assert len(summarised) == 6 * 6 * 3 and all(d["strategy_calls"] == 1 for d in summarised)  # a summary a world
+    assert all(d["strategy_tokens"] > 0 and not d["strategy_tokens_measured"] for d in summarised)
+    assert all(d["strategy_calls"] == 0 and d["strategy_tokens"] == 0 for d in r["decisions"] if d["arm"] == "mine")
+    # the summary is in the arm's token cost: the whole cost per decision, and net hits per 1K of it
+    s, m = numbers["summarised"], numbers["mine"]
+    assert s["strategy_tokens_median"] > 0 and m["strategy_tokens_median"] == 0 and s["strategy_calls"] == 36
+    assert m["total_tokens_median"] == m["prompt_tokens_median"]
+    assert s["total_tokens_median"] > s["prompt_tokens_median"]
+    assert s["net_hits_per_1k_total_tokens"] == round(s["net_hits"] / (s["total_tokens_median"] / 1000), 2)
 
 
 def test_a_strategy_plug_in_that_declares_no_features_or_does_not_import_is_refused():

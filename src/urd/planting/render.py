@@ -9,7 +9,8 @@ from ..tables.render import Doc, csv_text
 from .world import PLANTS
 
 HEADER = ["model", "arm", "prompt tokens (median)", "wound", "promise", "identity", "unplanted hits", "net hits",
-          "net hits 95% CI", "net hits per 1K tokens", "citations w/p/i", "judged w/p/i", "fabricated citations",
+          "net hits 95% CI", "net hits per 1K tokens", "strategy tokens (median)",
+          "net hits per 1K tokens incl. strategy", "citations w/p/i", "judged w/p/i", "fabricated citations",
           "wound: not apologised - apologised"]
 
 
@@ -27,7 +28,8 @@ def rows(report: dict) -> list[list]:
         cf = n["counterfactual_wound"]
         out.append([report["model"], n["arm"], _na(n["prompt_tokens_median"]), *(n["hits"][p] for p in PLANTS),
                     sum(n["unplanted_hits"].values()), _na(n["net_hits"]), _ci(n["net_hits_interval"]),
-                    _na(n["net_hits_per_1k_tokens"]), "/".join(str(n["citations"][p]) for p in PLANTS),
+                    _na(n["net_hits_per_1k_tokens"]), _na(n.get("strategy_tokens_median")),
+                    _na(n.get("net_hits_per_1k_total_tokens")), "/".join(str(n["citations"][p]) for p in PLANTS),
                     "/".join(str(n["judged_influence"][p]) for p in PLANTS), n["fabricated_citations"],
                     f"{cf['difference']['point']:g} ({_ci(cf['difference'])})" if cf["difference"]["point"] is not None
                     else "n/a"])
@@ -39,7 +41,10 @@ def document(reports: list[tuple[str, dict]]) -> Doc:
     doc.para("Hits are out of the planted decisions of each arm (characters x seeds): a plant scores when the judge "
              "ruled it shaped any of the decision's three intents. Net hits subtract the unplanted twin's hits (the "
              "same world with the plants replaced by ordinary filler). Citations count decisions citing the plant's "
-             "ID, beside the judge's hits; fabricated citations are cited IDs the store does not hold.")
+             "ID, beside the judge's hits; fabricated citations are cited IDs the store does not hold. Net hits per "
+             "1K tokens divide by the median decision prompt, as the write-up does; strategy tokens are what "
+             "building the context asked besides (a summary, a retrieval), and the last per-1K figure divides by "
+             "the median of both.")
     all_rows = [r for _, rep in reports for r in rows(rep)]
     doc.table(HEADER, [[str(c) for c in r] for r in all_rows], "ll" + "r" * (len(HEADER) - 2))
     for path, rep in reports:

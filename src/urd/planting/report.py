@@ -59,6 +59,10 @@ def arm_numbers(decisions: list[dict], arm: str, bytes_per_token: float) -> dict
     base = {p: sum(hit(d, p) for d in twin) for p in PLANTS}
     tokens = [d["prompt_tokens"] for d in planted]
     median = statistics.median(tokens) if tokens else None
+    # The arm's whole token cost a decision: its prompt plus what building the context asked
+    # (the layered arm's summary, a plug-in's retrieval); reports before that field count 0.
+    strategy = [d.get("strategy_tokens", 0) for d in planted]
+    total = statistics.median(t + s for t, s in zip(tokens, strategy)) if tokens else None
     net = sum(hits.values()) - sum(base.values()) if paired else None
     cf = sorted(set(by["planted"]) & set(by["apologised"]))
     measured = bool(tokens) and all(d["tokens_measured"] for d in planted)
@@ -73,6 +77,10 @@ def arm_numbers(decisions: list[dict], arm: str, bytes_per_token: float) -> dict
         "unplanted_hits": base,
         "net_hits": net,
         "net_hits_per_1k_tokens": round(net / (median / 1000), 2) if median and net is not None else None,
+        "strategy_tokens_median": statistics.median(strategy) if strategy else None,
+        "strategy_calls": sum(d.get("strategy_calls", 0) for d in planted),
+        "total_tokens_median": total,
+        "net_hits_per_1k_total_tokens": round(net / (total / 1000), 2) if total and net is not None else None,
         "net_hits_interval": interval([sum(hit(a, p) - hit(b, p) for p in PLANTS) for a, b in zip(planted, twin)]),
         "citations": {p: sum(d["plant_ids"].get(p) in {x for it in d["intents"] for x in it["cites"]}
                              for d in planted) for p in PLANTS},

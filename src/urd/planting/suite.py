@@ -16,7 +16,7 @@ from pathlib import Path
 from ..agentmem.runtime import build_llm, confirm_live, fresh_run_dir, routes_for, scripted_calls
 from ..agentmem.settings import Settings
 from ..core.errors import InputError, UrdError
-from ..core.io import sha256_file
+from ..core.io import sha256_bytes, sha256_file
 from ..cost import agentmem as estimate_mod
 from ..llm import SCRIPTED_MODEL, CeilingReached, LLMError, Meter
 from ..llm.parse import json_object
@@ -29,6 +29,20 @@ from .store import Store
 from .world import PLANTS, VARIANTS, Shape, load_roster, read_world
 
 STOP_CALIBRATION, STOP_GATE, STOP_CEILING = "calibration", "baseline gate", "ceiling"
+
+
+class _CountingLLM:
+    """The run's LLM as a context strategy sees it: every request it asks is counted (calls, and
+    request and reply bytes, for the token estimate where no usage is measured)."""
+
+    def __init__(self, llm) -> None:
+        self._llm, self.calls, self.bytes = llm, 0, 0
+
+    def ask(self, request) -> str:
+        reply = self._llm.ask(request)
+        self.calls += 1
+        self.bytes += request.size_bytes() + len(reply.encode())
+        return reply
 
 
 class GateStopped(UrdError):
@@ -97,24 +111,35 @@ class Run:
                 self.store.write_term(_world(seed, variant), cid, term, [e for e in events if e.term == term])
 
     # --- one decision ---------------------------------------------------------------------------
-    def _summarize(self, world: str, cid: str):
+    def _summarize(self, world: str, cid: str, llm):
         def summarize(lines: str, first: int, last: int) -> str:
-            key = (world, cid)
+            # Cached per character, world and what is summarised: another arm asking for the same
+            # summary reads it; one asking for another stretch gets its own.
+            key = (world, cid, first, last, sha256_bytes(lines.encode()))
             if key not in self.summaries:
                 req = prompts.summarize(lines, first=first, last=last, words=self.layout.summary_words,
                                         max_tokens=self.max_tokens["summarize"])
-                self.summaries[key] = self.llm.ask(req).strip()
+                self.summaries[key] = llm.ask(req).strip()
             return self.summaries[key]
         return summarize
+
+    def _tokens(self, records, request_bytes: int) -> tuple[int, bool]:
+        """Tokens of some calls: measured usage where the API reported it, else their bytes at the
+        stated bytes per token (the scripted arm)."""
+        measured = sum(r.usage.input_tokens + r.usage.cache_read_tokens + r.usage.cache_write_tokens
+                       + r.usage.output_tokens for r in records)
+        return (measured, True) if measured else \
+            (math.ceil(request_bytes / float(self.s.raw["estimate"]["bytes_per_token"])), False)
 
     def decide(self, variant: str, arm, c: dict, seed: int) -> dict:
         world = _world(seed, variant)
         events = self.world[(seed, variant, c["id"])]
         plant_ids = {e.plant: e.id for e in events if e.plant in PLANTS}
+        counted = _CountingLLM(self.llm)  # the strategy's own calls (a summary, a retrieval)
         calls_before = len(self.meter.records)
         secs = arm.sections(arms_mod.DecisionView(self.store, world, c["id"], self.shape.decision_term, self.layout,
-                                                  self._summarize(world, c["id"]), self.llm))
-        strategy_calls = self.meter.records[calls_before:]  # the strategy's own calls (a summary, a retrieval)
+                                                  self._summarize(world, c["id"], counted), counted))
+        strategy_tokens, strategy_measured = self._tokens(self.meter.records[calls_before:], counted.bytes)
         req = prompts.decide(c["profile"], secs, term=self.shape.decision_term, max_tokens=self.max_tokens["decide"],
                              replica=f"seed-{seed}")
         before = len(self.meter.records)
@@ -125,12 +150,10 @@ class Run:
         intents = _parse_intents(reply)
         d = {"variant": variant, "arm": arm.name, "character": c["id"], "seed": seed, "prompt_tokens": tokens,
              "tokens_measured": bool(measured), "parsed": intents is not None, "intents": intents or [],
-             "plant_ids": plant_ids, "plant_events": {p: c["plants"][p]["text"] for p in PLANTS}}
-        if strategy_calls:  # what building the context cost, beside the decision's own prompt
-            d["strategy_calls"] = {"calls": len(strategy_calls),
-                                   "input_tokens": sum(r.usage.input_tokens + r.usage.cache_read_tokens
-                                                       + r.usage.cache_write_tokens for r in strategy_calls),
-                                   "output_tokens": sum(r.usage.output_tokens for r in strategy_calls)}
+             "plant_ids": plant_ids, "plant_events": {p: c["plants"][p]["text"] for p in PLANTS},
+             # what building the context cost beside the decision's own prompt: input and output of its calls
+             "strategy_calls": counted.calls, "strategy_tokens": strategy_tokens,
+             "strategy_tokens_measured": strategy_measured}
         cited = sorted({x for it in d["intents"] for x in it["cites"]})
         d["fabricated"] = [x for x in cited if not self.store.has_id(world, c["id"], x)]
         d["judged"] = {}
