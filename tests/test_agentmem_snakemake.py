@@ -3,6 +3,7 @@ loads config/agentmem.yaml, validates it and includes rules/agentmem.smk)."""
 
 import json
 import os
+import re
 
 import pytest
 from conftest import REPO
@@ -72,3 +73,27 @@ def test_the_stores_table_builds_offline_and_a_broken_plug_in_stops_the_dag(work
     said = broken.stdout + broken.stderr
     assert "agentmem.stores.plugins.mine" in said and "No module named 'no_such_module'" in said
     assert "Traceback" not in said and "registry.py" not in said
+
+
+def test_a_plug_in_stores_live_target_is_priced_by_the_dry_run(workdir):
+    (workdir / "my_stores.py").write_text(
+        "from urd.stores.base import MemoryStore, claim_row\n"
+        "from urd.stores.reference import prompts, replies\n\n\n"
+        "class Extracting(MemoryStore):\n"
+        "    def deposit(self, note, read_at):\n"
+        "        req = prompts.extraction(note.text, note.date.isoformat(), max_claims=8, max_tokens=4096,\n"
+        "                                 replica=self.run.replica)\n"
+        "        self.kept = [claim_row(c.content, note.name) for c in replies.extraction(self.llm.ask(req))]\n\n"
+        "    def consolidate(self):\n"
+        "        pass\n\n"
+        "    def rows(self):\n"
+        "        return self.kept\n"
+    )
+    plug = "agentmem={stores: {plugins: {mine: 'my_stores:Extracting'}}}"
+    env = {**os.environ, "PYTHONPATH": str(workdir)}
+    env.pop("ANTHROPIC_API_KEY", None)
+    target = "results/trip-vs-move/reader/mine/claude-sonnet-5-5/report.json"
+    proc = run_snakemake(workdir, "-n", target, "--config", plug, env=env)
+    said = proc.stdout + proc.stderr
+    assert proc.returncode == 0, said[-3000:]
+    assert re.search(r"trip-vs-move reader \(mine\) on claude-sonnet-5-5: estimate US\$0\.\d\d \(call graph, 8 calls", said)
