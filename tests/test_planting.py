@@ -402,6 +402,7 @@ def test_a_strategy_plug_in_with_a_built_ins_features_is_credited_as_the_built_i
                                                                                     scripted_report):
     plugged = {"full": {"history": "verbatim", "promise_table": False},
                "mine": {"strategy": f"{__name__}:VerbatimWithTable"},
+               "layered": {"history": "layered", "promise_table": True},  # summarises another stretch first
                "summarised": {"strategy": f"{__name__}:Summarised"}}
     r = suite.run_suite("scripted", settings(tmp_path, **{"planting.arms": plugged}), world_path=world_file, **QUIET)
     assert r["status"] == "complete"
