@@ -61,6 +61,9 @@ rule planting_run:
             input.world,
             "--settings",
             W.agentmem.settings_json(config["agentmem"]),
+            # a stop at the judge's calibration or the baseline gate is a finding: the job keeps
+            # its report (status stopped, and why); the tables refuse it by name
+            "--stopped-ok",
         ],
         code=PLANTING_CODE,
         estimate=lambda wc: W.agentmem.planting_estimate(

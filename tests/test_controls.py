@@ -154,10 +154,36 @@ def test_bits_curve_packs_to_each_budget(tiny_backbone, episodes, controls, deco
     assert np.abs(full[kept != 0]).min() >= np.sort(np.abs(full))[-15]
 
 
-def test_control_responses_run_when_not_given(tiny_backbone, episodes, decode):
+def test_control_responses_run_when_not_given(tiny_backbone, episodes, controls, decode, monkeypatch):
+    """Without control responses the control is run on the same episodes with the same decode,
+    and score A is that run's; given responses are used as they are, and nothing is run."""
+    import urd.controls.evaluate as evaluate
+
     bb = tiny_backbone
-    result, _ = bits_curve(bb, "t1", episodes["t1"], Recipe("r", provider_for(bb)), [None], None, 10, decode["t1"])
-    assert result["points"][0]["score_A"] is not None
+    calls = []
+
+    def spy(*args, **kwargs):
+        calls.append(args[:4])
+        return run_control(*args, **kwargs)
+
+    monkeypatch.setattr(evaluate, "run_control", spy)
+    recipe = Recipe("r", provider_for(bb))
+    result, _ = bits_curve(bb, "t1", episodes["t1"], recipe, [None], None, 10, decode["t1"])
+    assert calls == [(bb, "t1", episodes["t1"], decode["t1"])]
+    point = result["points"][0]
+    # tiny's random weights recall no seen key in session A: A is 0, so B/A has no value
+    assert [r["verdict"] for r in controls["t1"]] == ["wrong", "wrong"]
+    assert point["score_A"] == direct_score("t1", controls["t1"]) == 0.0
+    assert point["retention"] is None and "score A (in-session control) is 0" in point["retention_undefined"]
+    # the same figures as from the control's responses handed over
+    given, _ = bits_curve(bb, "t1", episodes["t1"], recipe, [None], controls["t1"], 10, decode["t1"])
+    assert given["points"] == result["points"] and len(calls) == 1
+    # handed-over responses are what score A is folded from: one of two seen keys recalled
+    doctored = [{**r, "response": " " + r["expected"]} if i == 0 else r for i, r in enumerate(controls["t1"])]
+    given, _ = bits_curve(bb, "t1", episodes["t1"], recipe, [None], doctored, 10, decode["t1"])
+    assert len(calls) == 1
+    assert given["points"][0]["score_A"] == 0.5
+    assert given["points"][0]["retention"] == pytest.approx(point["score_B"] / 0.5, abs=1e-6)
 
 
 def test_provider_output_is_checked(tiny_backbone):

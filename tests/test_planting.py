@@ -17,7 +17,7 @@ from urd.core.errors import InputError
 from urd.core.io import sha256_file
 from urd.core.manifest import read_manifest
 from urd.llm import Meter
-from urd.planting import arms, judge, report, suite, world
+from urd.planting import arms, judge, prompts, render, report, suite, world
 from urd.planting.scripted import PlantingResponder
 from urd.planting.store import Store, TermOrder
 
@@ -30,7 +30,7 @@ def settings(tmp_path, **changes):
     base = settings_mod.load(REPO / "config/agentmem.yaml")
     return settings_mod.with_overrides(base, {
         "work_dir": str(tmp_path / "work"),
-        "planting.judge.calibration_set": str(REPO / "calibration/planting/judge-v1.json"),
+        "planting.judge.calibration_set": str(REPO / "calibration/planting/judge-v2.json"),
         "planting.judge.registry": str(REPO / "calibration/planting/judge_sets.sha256"), **changes})
 
 
@@ -134,7 +134,10 @@ def test_the_scripted_run_passes_calibration_and_gate_and_fills_every_number(scr
     assert r["status"] == "complete" and r["stop"] is None
     assert (r["calibration"]["correct"], r["calibration"]["items"], r["calibration"]["required"]) == (19, 20, 19)
     assert r["calibration"]["misses"][0]["kind"] == "paraphrased positive"
-    assert r["gate"]["passed"] and r["gate"]["worst"]["hits"] <= 2
+    assert r["calibration"]["intents_per_call"] == 3 and r["calibration"]["companions_ruled_shaped"] == 0
+    assert r["calibration_set"]["hard_negatives"] == {"harvested": 0, "hand-written": 10}
+    assert r["gate"]["passed"] and r["gate"]["worst"]["hits"] == 1 and r["gate"]["max_unplanted_hits"] == 2
+    assert r["gate"]["over_bar"] == [] and r["gate"]["worst"]["plant"] == "identity"
     assert [n["arm"] for n in r["numbers"]] == ["full", "full+table", "layered"]
     for n in r["numbers"]:
         assert n["decisions"] == {"planted": 36, "unplanted": 36, "apologised": 36}
@@ -144,10 +147,21 @@ def test_the_scripted_run_passes_calibration_and_gate_and_fills_every_number(scr
         assert (n["strategy_tokens_median"] > 0) == (n["arm"] == "layered")
         assert n["net_hits_per_1k_total_tokens"] == round(n["net_hits"] / (n["total_tokens_median"] / 1000), 2)
         iv = n["net_hits_interval"]
-        assert iv["low"] <= iv["point"] == n["net_hits"] <= iv["high"] and iv["units"] == 36
+        assert iv["low"] <= iv["point"] == n["net_hits"] <= iv["high"] and (iv["units"], iv["characters"]) == (36, 6)
+        per = n["net_hits_per_1k_tokens_interval"]
+        assert per["low"] <= per["point"] == n["net_hits_per_1k_tokens"] <= per["high"]
+        assert n["short_replies"] == n["unparsed_decisions"] == n["judge_off_protocol"] == 0
     by = {n["arm"]: n for n in r["numbers"]}
     # the full arms show every event, so the scripted characters invent IDs there; layered does not
-    assert by["full"]["fabricated_citations"] > 0 and by["layered"]["fabricated_citations"] == 0
+    assert by["full"]["fabricated_citations"] == by["full"]["fabricated_no_such_event"] > 0
+    assert by["full"]["fabricated_not_shown"] == 0 and by["layered"]["fabricated_citations"] == 0
+    # the character-level bootstrap: wider than resampling the 36 units as independent (27 to 47)
+    assert (by["full"]["net_hits_interval"]["low"], by["full"]["net_hits_interval"]["high"]) == (12, 60)
+    # every factor credit has its interval; the promise table is credited with promise hits
+    table = next(c for c in r["factor_credits"] if c["factor"] == "promise_table")
+    assert table["credit"]["promise"] == by["full+table"]["hits"]["promise"] - by["full"]["hits"]["promise"] > 0
+    assert table["intervals"]["promise"]["low"] > 0 and table["intervals"]["net_hits"]["low"] > 0
+    assert all(iv["low"] <= iv["point"] <= iv["high"] for c in r["factor_credits"] for iv in c["intervals"].values())
     assert by["layered"]["prompt_tokens_median"] < by["full"]["prompt_tokens_median"]
     assert sum(by["layered"]["unplanted_hits"].values()) > 0  # the scripted judge's one misjudgement
     assert by["full"]["counterfactual_wound"]["difference"]["point"] > 0
@@ -173,21 +187,34 @@ def test_numbers_follow_from_the_decisions_alone(scripted_report):
     assert n["fabricated_citations"] == len(fabricated) > 0
 
 
-def test_fabricated_ids_are_the_cited_ids_the_store_does_not_hold(world_file, tmp_path):
-    """A character that cites a real ID, the same ID without its S, and one past the term's
-    end: only the last two are fabricated."""
+def test_fabricated_ids_are_the_cited_ids_the_prompt_did_not_show(world_file, tmp_path):
+    """A character cites a real ID of term 2, the same without its S, one past the term's end, and
+    a real ID of term 4: the verbatim arm showed the first and the last; the layered arm dropped
+    the first and summarised the last away, so there they are fabricated too, counted apart from
+    the IDs no event has."""
     class Citing(PlantingResponder):
         def _decide(self, data):
-            return json.dumps({"intents": [{"intent": "Go outside.", "cites": ["ev-S2-7", "ev-2-7", "ev-S6-41"]}]})
+            return json.dumps({"intents": [{"intent": "Go outside.", "cites": ["ev-S2-7", "ev-2-7", "ev-S6-41",
+                                                                               "ev-S4-12"]}]})
 
     s = settings(tmp_path, **{"planting.world.seeds": 1})
     one = tmp_path / "one.jsonl"
     world.write_world(one, MASTER_SEED, world.Shape(seeds=1), world.load_roster())
     run = suite.Run(s, "scripted", world_path=one, responder=Citing(world.load_roster()), **QUIET)
     run.fill_store()
-    d = run.decide("planted", run.arms[0], run.roster["characters"][0], 1)
-    assert d["fabricated"] == ["ev-2-7", "ev-S6-41"]
-    assert [len(r) for r in d["judged"].values()] == [1, 1, 1]
+    by = {a.name: a for a in run.arms}
+    c = run.roster["characters"][0]
+    full = run.decide("planted", by["full"], c, 1)
+    assert full["fabricated"] == ["ev-2-7", "ev-S6-41"] and full["fabricated_no_such_event"] == ["ev-2-7", "ev-S6-41"]
+    assert full["fabricated_not_shown"] == [] and full["short"]
+    assert [len(r) for r in full["judged"].values()] == [1, 1, 1]
+    layered = run.decide("planted", by["layered"], c, 1)
+    assert layered["fabricated"] == ["ev-2-7", "ev-S2-7", "ev-S4-12", "ev-S6-41"]
+    # in the store, but a family event of the distant past (not a kept category) and one summarised away
+    assert layered["fabricated_not_shown"] == ["ev-S2-7", "ev-S4-12"]
+    n = report.arm_numbers([full, {**full, "variant": "unplanted"}], "full", 3.0)
+    assert (n["fabricated_citations"], n["fabricated_no_such_event"], n["short_replies"]) == (2, 2, 2)
+    assert suite.shown("ev-S1-10: x", "ev-S1-1") is False and suite.shown("a ev-S1-1 (term", "ev-S1-1")
 
 
 def test_a_run_stopped_part_way_subtracts_only_paired_twins():
@@ -209,16 +236,28 @@ def test_a_run_stopped_part_way_subtracts_only_paired_twins():
 
 # --- the stops ---------------------------------------------------------------------------------
 
-def test_a_plant_that_collides_with_the_motivation_stops_the_run_at_the_gate(world_file, tmp_path):
+def test_every_decision_shows_the_motivation_and_a_plant_worded_into_it_trips_the_gate(world_file, tmp_path):
     roster = copy.deepcopy(world.load_roster())
     tomas = roster["characters"][1]
-    tomas["defaults"] = [tomas["plants"]["wound"]["intent"]] * 4  # what he would say anyway
-    r = suite.run_suite("scripted", settings(tmp_path), world_path=world_file, roster=roster, **QUIET)
-    assert r["status"] == "stopped" and r["stop"]["at"] == "baseline gate"
+    # the write-up's round four: a wound worded into the character's own motivation
+    tomas["motivation"] = f"keep {tomas['plants']['wound']['specific']}"
+    recorded = []
+    r = suite.run_suite("scripted", settings(tmp_path), world_path=world_file, roster=roster, record=recorded, **QUIET)
+    assert r["status"] == "stopped" and r["stop"]["at"] == "baseline gate" and r["gate"]["passed"] is False
     why = r["stop"]["why"]
     assert "wound planted for c2 (Tomas)" in why and tomas["plants"]["wound"]["text"] in why
-    assert "arm full" in why and "6/6" in why
+    assert "arm full" in why and "6/6" in why and "2/6 of the seeds" in why
+    assert {(x["arm"], x["character"], x["plant"]) for x in r["gate"]["over_bar"]} == {
+        (arm, "c2", "wound") for arm in ("full", "full+table", "layered")}
     assert {d["variant"] for d in r["decisions"]} == {"unplanted"}  # no planted world was shown
+    decide = [q for q in recorded if q.purpose == "decide"]
+    assert len(decide) == 3 * 6 * 6 and all("<motivation" in q.user for q in decide)
+    assert sum(f"keep {tomas['plants']['wound']['specific']}" in q.user for q in decide) == 3 * 6
+
+
+def test_the_gate_bar_is_a_share_of_the_seeds():
+    assert [suite.gate_bar("2/6", n) for n in (3, 6, 12, 1)] == [1, 2, 4, 0]
+    assert suite.gate_bar("0/6", 6) == 0
 
 
 def test_a_judge_below_the_calibration_bar_stops_the_run_before_judging(world_file, tmp_path):
@@ -248,7 +287,7 @@ def test_a_failed_call_marks_the_run_failed_and_a_world_that_does_not_fit_costs_
 
 def test_a_calibration_set_that_is_not_the_registered_one_is_refused(world_file, tmp_path):
     forged = tmp_path / "judge-v1.json"
-    data = json.loads((REPO / "calibration/planting/judge-v1.json").read_text())
+    data = json.loads((REPO / "calibration/planting/judge-v2.json").read_text())
     data["items"] = [i for i in data["items"] if i["kind"] != "hard negative"] * 2
     forged.write_text(json.dumps(data))
     with pytest.raises(InputError, match="SHA-256"):
@@ -259,27 +298,35 @@ def test_a_calibration_set_that_is_not_the_registered_one_is_refused(world_file,
 def test_harvest_turns_the_twins_false_positives_into_the_next_registered_version(scripted_report, tmp_path):
     registry = tmp_path / "judge_sets.sha256"
     registry.write_text((REPO / "calibration/planting/judge_sets.sha256").read_text())
-    v1 = tmp_path / "judge-v1.json"
-    v1.write_bytes((REPO / "calibration/planting/judge-v1.json").read_bytes())
-    cal = judge.load_set(v1, registry)
-    new = judge.harvest(scripted_report, cal, tmp_path / "judge-v2.json", registry)
+    v2 = tmp_path / "judge-v2.json"
+    v2.write_bytes((REPO / "calibration/planting/judge-v2.json").read_bytes())
+    cal = judge.load_set(v2, registry)
+    new = judge.harvest(scripted_report, cal, tmp_path / "judge-v3.json", registry)
     harvested = new["items"][len(cal["items"]):]
     misjudged = world.load_roster()["scripted_judge"]["misjudges"][0]
-    assert new["version"] == 2 and [(h["event"], h["intent"]) for h in harvested] == [(misjudged["event"], misjudged["intent"])]
-    assert all(h["kind"] == "hard negative" and not h["expected"] for h in harvested)
-    v2 = judge.load_set(tmp_path / "judge-v2.json", registry)  # registered, so it loads
-    # the scripted judge keeps its misjudgement: calibrated on v2 it no longer passes
+    assert new["version"] == 3 and [(h["event"], h["intent"]) for h in harvested] == [(misjudged["event"], misjudged["intent"])]
+    assert all(h["kind"] == "hard negative" and not h["expected"] and h["origin"] == "harvested" for h in harvested)
+    v3 = judge.load_set(tmp_path / "judge-v3.json", registry)  # registered, so it loads
+    assert v3["hard_negatives"] == {"harvested": 1, "hand-written": 10}
+    # the scripted judge keeps its misjudgement: calibrated on v3 it no longer passes
     s = settings(tmp_path)
     llm = build_llm(s, routes_for("scripted", s), Meter(), responder=PlantingResponder(world.load_roster()))
     with pytest.raises(judge.CalibrationFailed, match=r"19/21 .* item 20 \(hard negative\) ruled True"):
-        judge.calibrate(llm, v2, max_tokens=100, min_correct=math.ceil(0.95 * 21))
+        judge.calibrate(llm, v3, max_tokens=100, min_correct=math.ceil(0.95 * 21))
     with pytest.raises(InputError, match="never overwritten"):
-        judge.harvest(scripted_report, cal, tmp_path / "judge-v2.json", registry)
+        judge.harvest(scripted_report, cal, tmp_path / "judge-v3.json", registry)
 
 
 # --- factor credits ----------------------------------------------------------------------------
 
-def test_a_factor_is_credited_only_between_arms_that_differ_in_exactly_it():
+def _decision(arm, variant, character, seed, shaped=(), tokens=1000):
+    """A judged decision: the plants in `shaped` scored."""
+    return {"arm": arm, "variant": variant, "character": character, "seed": seed, "prompt_tokens": tokens,
+            "tokens_measured": False, "parsed": True, "intents": [{"intent": "x", "cites": []}] * 3, "plant_ids": {},
+            "fabricated": [], "judged": {p: [{"shaped": p in shaped, "specific": ""}] for p in world.PLANTS}}
+
+
+def test_a_factor_is_credited_only_between_arms_that_differ_in_exactly_it_on_net_hits():
     a = arms.Arm("a", {"history": "verbatim", "promise_table": False})
     b = arms.Arm("b", {"history": "verbatim", "promise_table": True})
     c = arms.Arm("c", {"history": "layered", "promise_table": True})
@@ -289,11 +336,18 @@ def test_a_factor_is_credited_only_between_arms_that_differ_in_exactly_it():
         ("a", "b", "promise_table"), ("a", "d", "history"), ("b", "c", "history"), ("c", "d", "promise_table")]
     assert [(x.name, y.name, f) for x, y, f in multi] == [("a", "c", ["history", "promise_table"]),
                                                           ("b", "d", ["history", "promise_table"])]
-    numbers = {name: {"hits": {"wound": 1, "promise": hp, "identity": 2}, "net_hits": net}
-               for name, hp, net in (("a", 11, 38), ("b", 16, 37), ("c", 26, 49), ("d", 20, 40))}
-    credits, refused = report.factor_credits([a, b, c], numbers)
-    assert [(x["factor"], x["credit"]["promise"], x["credit"]["net_hits"]) for x in credits] == [
-        ("promise_table", 5, -1), ("history", 10, 12)]
+    # b scores the promise in 2 planted decisions and in both their twins (the character sheet's,
+    # not memory's); a scores it once, without twin: raw hits say b +1, net hits say b -1
+    decisions = []
+    for ch in ("c1", "c2"):
+        decisions += [_decision("a", "planted", ch, 1, ("promise",) if ch == "c1" else ()),
+                      _decision("a", "unplanted", ch, 1),
+                      _decision("b", "planted", ch, 1, ("promise",)), _decision("b", "unplanted", ch, 1, ("promise",)),
+                      _decision("c", "planted", ch, 1, ("promise", "wound")), _decision("c", "unplanted", ch, 1)]
+    credits, refused = report.factor_credits([a, b, c], decisions)
+    assert [(x["factor"], x["credit"]["promise"], x["credit"]["wound"], x["credit"]["net_hits"]) for x in credits] == [
+        ("promise_table", -1, 0, -1), ("history", 2, 2, 4)]
+    assert credits[1]["intervals"]["net_hits"]["point"] == 4 and credits[1]["units"] == 2
     assert refused[0]["differ_in"] == ["history", "promise_table"]
     with pytest.raises(InputError, match="history"):
         arms.arms_from({"arms": {"x": {"history": "compressed", "promise_table": False}}})
@@ -362,11 +416,19 @@ def test_the_cli_runs_stops_tabulates_and_refuses_another_suites_report(world_fi
     assert "suite" in capsys.readouterr().err
     # a stopped run writes its report and exits 1, for the workflow to fail on
     raw = json.loads(json.dumps(s.raw))
-    raw["planting"]["gate"]["max_unplanted_hits"] = 0  # the scripted judge's one misjudgement trips it
+    raw["planting"]["gate"]["max_unplanted"] = "0/6"  # the scripted judge's one misjudgement trips it
     stopped = tmp_path / "stopped.json"
-    assert main(["run", "--model", "scripted", "--world", str(world_file), "--settings", json.dumps(raw),
-                 "--output", str(stopped)]) == 1
-    assert json.loads(stopped.read_text())["stop"]["at"] == "baseline gate"
+    argv = ["run", "--model", "scripted", "--world", str(world_file), "--settings", json.dumps(raw), "--output", str(stopped)]
+    assert main(argv) == 1
+    kept = json.loads(stopped.read_text())
+    assert kept["status"] == "stopped" and kept["stop"]["at"] == "baseline gate" and kept["gate"]["passed"] is False
+    assert "baseline gate: the identity planted for c1 (Mara)" in capsys.readouterr().err  # the log holds the reason
+    # what the workflow passes: the job succeeds, so Snakemake keeps the report for reading
+    assert main([*argv, "--stopped-ok"]) == 0 and json.loads(stopped.read_text())["status"] == "stopped"
+    # and the tables refuse it by name, with the reason
+    assert main(["tables", str(report), str(stopped), *(a for k, v in out.items() for a in (f"--{k}", str(v)))]) == 2
+    err = capsys.readouterr().err
+    assert f"{stopped}: status" in err and "stopped at the baseline gate" in err
 
 
 # --- context strategies as plug-ins ---------------------------------------------------------------
@@ -438,11 +500,170 @@ def test_a_strategy_plug_in_that_declares_no_features_or_does_not_import_is_refu
         arms.arms_from({"arms": {"x": {"strategy": "urd.planting.arms:ContextStrategy"}}})
 
 
-def test_two_arms_with_the_same_features_are_listed_not_silently_dropped():
+def test_two_built_in_arms_with_the_same_features_are_refused_and_a_plug_in_twin_is_listed():
     same = {"history": "verbatim", "promise_table": True}
-    x, y = arms.Arm("x", same), arms.Arm("y", dict(same))
-    assert arms.credit_pairs([x, y]) == ([], [(x, y, [])])
-    numbers = {n: {"hits": {p: 0 for p in ("wound", "promise", "identity")}, "net_hits": 0} for n in ("x", "y")}
-    _, refused = report.factor_credits([x, y], numbers)
-    assert refused == [{"from": "x", "to": "y", "differ_in": [],
+    with pytest.raises(InputError, match=r"y: expected features no other built-in arm declares \(x declares"):
+        arms.arms_from({"arms": {"x": same, "y": dict(same)}})
+    two = arms.arms_from({"arms": {"x": same, "mine": {"strategy": f"{__name__}:VerbatimWithTable"}}})
+    assert arms.credit_pairs(two) == ([], [(two[0], two[1], [])])
+    decisions = [_decision(arm, v, "c1", 1) for arm in ("x", "mine") for v in ("planted", "unplanted")]
+    _, refused = report.factor_credits(two, decisions)
+    assert refused == [{"from": "x", "to": "mine", "differ_in": [],
                         "why": "the arms declare the same features: there is no factor to credit"}]
+
+
+class Varying(PlantingResponder):
+    """A live model's replies as far as the estimate cares: every decision's intents its own
+    (numbered), so no two judge requests repeat; the scripted tables otherwise."""
+
+    def __init__(self, roster):
+        super().__init__(roster)
+        self.n = 0
+
+    def _decide(self, data):
+        reply = json.loads(super()._decide(data))
+        for it in reply["intents"]:
+            self.n += 1
+            it["intent"] = f"{it['intent']} (take {self.n})"
+        return json.dumps(reply)
+
+
+def test_the_live_estimate_prices_the_distinct_requests_a_live_run_makes(tmp_path, key):
+    """Against a fake API whose replies vary, the run's requests are the estimate's, one for one,
+    and its bill is within 25 % of the estimate, stated at the fake's four bytes a token and its
+    replies' lengths (the stated assumptions aside, what is left is the call graph)."""
+    s = settings(tmp_path, **{"planting.world.seeds": 1, "estimate.bytes_per_token": 4.0})
+    one = tmp_path / "one.jsonl"
+    world.write_world(one, MASTER_SEED, world.Shape(seeds=1), world.load_roster())
+    api = FakeMessagesAPI(Varying(world.load_roster()))
+    r = suite.run_suite(MODEL, s, world_path=one, yes=True, http_client=api.client(), **QUIET)
+    assert r["status"] == "complete", r["stop"]
+    billed = {row["purpose"]: row for row in r["meter"]["by_purpose"] if not row["replayed"]}
+    s = settings_mod.with_overrides(s, {f"estimate.output_tokens.{p}": round(row["output_tokens"] / row["calls"])
+                                        for p, row in billed.items()})
+    est = suite.estimate(s, routes_for(MODEL, s), master_seed=MASTER_SEED)
+    judge_requests = [q for q in api.requests if prompts.JUDGE_INSTRUCTIONS[:60] in q.content.decode()]
+    assert len(judge_requests) == 20 + sum(len(d["judged"]) for d in r["decisions"])  # calibration, then one a plant
+    assert est.calls == len(api.requests)
+    assert 0.75 <= est.usd / r["meter"]["spent_usd"] <= 1.25, (est.usd, r["meter"]["spent_usd"])
+
+
+def test_a_live_targets_estimate_prices_a_whole_run_when_the_scripted_arm_trips(tmp_path):
+    tripping = settings(tmp_path, **{"planting.gate.max_unplanted": "0/6"})
+    est = suite.estimate(tripping, routes_for(MODEL, tripping), master_seed=MASTER_SEED)
+    passing = settings(tmp_path)
+    assert est.usd == suite.estimate(passing, routes_for(MODEL, passing), master_seed=MASTER_SEED).usd > 5
+    assert "the scripted arm tripped (baseline gate), priced as a run that passes it" in est.line()
+
+
+# --- intervals ---------------------------------------------------------------------------------
+
+UNITS = [(f"c{c}", s) for c in range(1, 7) for s in range(1, 7)]
+VALUES = [(c - 2) * (s % 2 + 1) for c in range(1, 7) for s in range(1, 7)]  # characters differ far more than seeds
+
+
+def test_the_cluster_bootstrap_draws_characters_then_seeds_from_the_stated_seed():
+    plan = report.cluster_plan((6,) * 6)
+    assert plan.shape == (10_000, 36)
+    assert plan[:2, :12].tolist() == [[20, 20, 20, 22, 20, 18, 29, 25, 27, 25, 26, 27],
+                                      [1, 4, 4, 3, 3, 4, 28, 26, 28, 27, 26, 28]]
+    # each drawn block of six holds one character's seeds only
+    assert all(len({i // 6 for i in row[k:k + 6]}) == 1 for row in plan[:50].tolist() for k in range(0, 36, 6))
+    ragged = report.cluster_plan((2, 3))  # a run stopped part way: the padding position is 5
+    assert ragged[:3].tolist() == [[1, 1, 5, 0, 0, 5], [0, 0, 5, 1, 1, 5], [3, 4, 2, 0, 0, 5]]
+
+
+def test_intervals_are_the_stated_percentiles_of_the_cluster_draws():
+    """Golden values: a unit-level bootstrap, another level, another seed or the clock move them."""
+    assert report.interval(UNITS, VALUES) == {"point": 81.0, "low": 6.0, "high": 154.0, "units": 36, "characters": 6}
+    assert report.interval(list(reversed(UNITS)), list(reversed(VALUES)))["low"] == 6.0  # aligned by unit, not order
+    rs = report.Resampled(UNITS)
+    tokens = [1000 + (c * 100 if s < 6 else 9000) for c in range(1, 7) for s in range(1, 7)]
+    point, draws = rs.per_1k(VALUES, tokens)
+    assert point == 57.86 == round(81 / (1400 / 1000), 2)  # the median prompt, not the mean (3000)
+    assert rs.interval(point, draws) == {"point": 57.86, "low": 5.0, "high": 100.625, "units": 36, "characters": 6}
+
+
+def test_an_arms_token_figures_are_medians():
+    decisions = [_decision("a", v, f"c{i}", 1, tokens=t) for i, t in enumerate((1000, 1000, 7000)) for v in
+                 ("planted", "unplanted")]
+    n = report.arm_numbers(decisions, "a", 3.0)
+    assert n["prompt_tokens_median"] == 1000 == n["total_tokens_median"]
+
+
+# --- calibration standard ------------------------------------------------------------------------
+
+def _set(tmp_path, mutate):
+    data = json.loads((REPO / "calibration/planting/judge-v2.json").read_text())
+    mutate(data)
+    path = tmp_path / "judge-v9.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize(("mutate", "field"), [
+    (lambda d: d["items"].pop(), "items: expected at least 20"),
+    (lambda d: d.update(items=[i for i in d["items"] if i["kind"] != "hard negative"] * 2), "hard negatives: expected at least 5"),
+    (lambda d: d.update(items=[i for i in d["items"] if i["kind"] == "hard negative"] * 2), "positives: expected at least 5"),
+    (lambda d: d["items"][12].pop("origin"), r"items\[12\].origin"),
+    (lambda d: d["items"][12].update(origin="harvested", source=None), r"items\[12\].source"),
+    (lambda d: d.pop("companions"), "companions"),
+])
+def test_a_calibration_set_below_the_studys_standard_is_refused_at_registration_and_load(tmp_path, mutate, field):
+    path, registry = _set(tmp_path, mutate), tmp_path / "judge_sets.sha256"
+    with pytest.raises(InputError, match=field):
+        judge.register(path, registry)
+    assert not registry.exists()
+    registry.write_text(f"{sha256_file(path)}  {path.name}\n")  # registered by hand: still refused
+    with pytest.raises(InputError, match=field):
+        judge.load_set(path, registry)
+
+
+def test_the_judge_is_calibrated_in_the_runs_shape_of_three_intents(tmp_path):
+    path, registry = _set(tmp_path, lambda d: None), tmp_path / "judge_sets.sha256"
+    judge.register(path, registry)
+    cal = judge.load_set(path, registry)
+    s = settings(tmp_path)
+    recorded = []
+    llm = build_llm(s, routes_for("scripted", s), Meter(), responder=PlantingResponder(world.load_roster()),
+                    record=recorded)
+    result = judge.calibrate(llm, cal, max_tokens=100, min_correct=19)
+    assert result["correct"] == 19 and result["intents_per_call"] == 3
+    assert len(recorded) == 20 and all(q.user.count("<intent_") == 3 for q in recorded)
+    # the item's intent turns through the three positions
+    where = [next(k for k in (1, 2, 3) if item["intent"] in q.user.split(f"<intent_{k}")[1].split("</intent_")[0])
+             for item, q in zip(cal["items"], recorded)]
+    assert where[:6] == [1, 2, 3, 1, 2, 3]
+
+
+# --- stated choices and refusals ----------------------------------------------------------------
+
+def test_a_world_that_does_not_fit_is_refused_before_the_previous_store_is_cleared(world_file, tmp_path):
+    s = settings(tmp_path, **{"planting.world.seeds": 5})
+    run_dir = tmp_path / "work/planting/scripted"
+    run_dir.mkdir(parents=True)
+    (run_dir / "store.sqlite").write_bytes(b"the previous run's store")
+    with pytest.raises(InputError, match="worlds"):
+        suite.run_suite("scripted", s, world_path=world_file, **QUIET)
+    assert (run_dir / "store.sqlite").read_bytes() == b"the previous run's store"
+
+
+def test_the_layered_arms_kept_categories_are_stated_and_a_dropped_plant_is_lost(world_file, tmp_path):
+    s = settings(tmp_path, **{"planting.layered.keep_categories": ["promise", "recognition"],
+                              "planting.arms": {"layered": {"history": "layered", "promise_table": True}}})
+    r = suite.run_suite("scripted", s, world_path=world_file, **QUIET)
+    lay = r["layered_layout"]
+    assert lay["plants_dropped_from_distant_past"] == ["wound"] and lay["distant_terms"] == [1, 2]
+    n = r["numbers"][0]
+    assert n["hits"]["wound"] == 0 and n["hits"]["promise"] == 36  # the wound (term 1, conflict) is never shown
+
+
+def test_the_scripted_tables_say_they_test_the_harness(scripted_report, tmp_path):
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(scripted_report))
+    md = render.document([(str(path), scripted_report)]).markdown()
+    assert md.splitlines()[0].endswith("(the scripted arm: a test of the harness, not findings about a model)")
+    assert "## scripted (tests the harness, not a model): complete" in md
+    assert "hard negatives 0 harvested, 10 hand-written" in md and "at most 2/6 unplanted hits" in md
+    row = next(r for r in render.rows(scripted_report) if r[1] == "full")
+    assert row[render.HEADER.index("fabricated citations (not shown / no such event)")].endswith("(0 / 36)")

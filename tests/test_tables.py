@@ -79,6 +79,36 @@ def test_interval_matches_an_independent_computation():
     assert (resample_indices(6, 2000, 8) != resample_indices(6, 2000, 7)).any()
 
 
+def test_the_configured_bootstrap_gives_the_stored_draws_and_interval(urd_config):
+    """Golden values, computed once from this code with the configured seed and pasted here: the
+    draws come from the config's seed (never the clock, never another seed), and the interval
+    is the stated level's percentile interval of ratios that differ from draw to draw."""
+    boot = Bootstrap()
+    assert boot == Bootstrap(**urd_config["publish"]["bootstrap"]) == Bootstrap(10_000, 0.95, 20260807)
+    resample_indices.cache_clear()  # drawn here, not reused from an earlier call
+    idx = resample_indices(10, boot.resamples, boot.seed)
+    assert idx.shape == (10_000, 10)
+    assert idx[:3].tolist() == [[5, 9, 7, 7, 9, 9, 6, 0, 1, 1],
+                                [6, 0, 4, 3, 5, 0, 8, 0, 1, 3],
+                                [7, 5, 2, 5, 2, 4, 7, 4, 0, 8]]
+    assert idx[-1].tolist() == [2, 0, 1, 0, 0, 1, 5, 5, 7, 4]
+    # real-valued scores: nearly every resample has its own ratio, so the interval's ends move
+    # with the draws and with the level (another seed, or the quartiles, give other numbers)
+    a = [0.83, 0.41, 0.67, 0.29, 0.95, 0.52, 0.74, 0.38, 0.61, 0.17]
+    b = [0.61, 0.12, 0.58, 0.07, 0.88, 0.33, 0.49, 0.20, 0.44, 0.02]
+    resample_indices.cache_clear()
+    iv = retention_interval(a, b, boot)
+    assert iv.point == pytest.approx(0.6714542190305206, rel=1e-12, abs=1e-12)
+    assert iv.low == pytest.approx(0.514418079868709, rel=1e-12, abs=1e-12)
+    assert iv.high == pytest.approx(0.7836582095709571, rel=1e-12, abs=1e-12)
+    assert (iv.n_episodes, iv.undefined_resamples, iv.reason) == (10, 0, None)
+    # the interval follows the seed it is given: the next seed's draws give other ends
+    other = retention_interval(a, b, Bootstrap(seed=boot.seed + 1))
+    assert other.point == iv.point
+    assert other.low == pytest.approx(0.5150703460092223, rel=1e-12, abs=1e-12)
+    assert other.high == pytest.approx(0.7800013661202186, rel=1e-12, abs=1e-12)
+
+
 def test_undefined_retention_is_shown_as_such():
     iv = retention_interval([0, 0, 0], [0.5, 0, 0], BOOT)
     assert (iv.point, iv.low, iv.high, iv.reason) == (None, None, None, "A = 0")
@@ -260,6 +290,23 @@ def test_an_out_of_contract_system_is_never_ranked_above_the_rest(tmp_path):
     doc, _ = retention.document([load(fx.write(tmp_path / "s.json", summ), "0.1b")], None, BOOT, "abc")
     rows = [line.split(" | ")[0][2:] for line in doc.markdown().splitlines() if line.startswith("| ")][1:]
     assert rows == ["gzip_tail", "vanilla", "replay_banc*"]
+
+
+def test_an_undefined_retention_ranks_last_never_with_a_zero():
+    """n/a is not 0 %: a system whose first column has no value follows one that retains
+    nothing, whatever the given order; undefined rows keep the given order among themselves."""
+    def cell(system, a, b):
+        return retention.Cell("0.1b", system, "t1", "over", 120, False, None, None,
+                              retention_interval(a, b, BOOT), None)
+
+    cells = [cell("ghost", [0.0, 0.0], [0.5, 0.0]),      # control scores 0: B/A has no value
+             cell("zero", [0.5, 1.0], [0.0, 0.0]),       # retains nothing: 0 %
+             cell("unscored", [], []),                   # no scored episode at all
+             cell("small", [0.5, 1.0], [0.25, 0.0])]     # 1/6
+    assert [c.interval.point for c in cells] == [None, 0.0, None, pytest.approx(1 / 6)]
+    _, body = retention.block_rows(cells, None)
+    assert body == [["small", "16.7 % [0.0, 50.0]"], ["zero", "0.0 % [0.0, 0.0]"],
+                    ["ghost", "n/a (A = 0)"], ["unscored", "n/a (no scored episodes)"]]
 
 
 def test_the_out_of_contract_cap_ratio_is_measured_per_episode_not_a_fixed_label(tmp_path):

@@ -44,3 +44,20 @@ def test_a_live_targets_dry_run_prints_the_estimate_and_an_unconfirmed_run_refus
     proc = snakemake(workflow, LIVE)
     assert proc.returncode != 0 and not (workflow / LIVE).exists()
     assert "confirm_live" in (workflow / "logs/planting/claude-sonnet-5-5.log").read_text()
+
+
+def test_a_gate_stop_keeps_its_report_and_log_and_the_tables_refuse_it_by_name(workflow, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    strict = workflow / "strict-gate.yaml"
+    strict.write_text('agentmem:\n  planting:\n    gate:\n      max_unplanted: "0/6"\n')
+    proc = snakemake(workflow, SCRIPTED, "--configfile", "config/config.yaml", str(strict))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((workflow / SCRIPTED).read_text())  # kept: the job succeeded with a stopped run
+    assert report["status"] == "stopped" and report["gate"]["passed"] is False
+    assert {d["variant"] for d in report["decisions"]} == {"unplanted"}
+    log = (workflow / "logs/planting/scripted.log").read_text()
+    assert "stopped at the baseline gate: baseline gate: the identity planted for c1 (Mara)" in log
+    proc = snakemake(workflow, TABLES[0], "--configfile", "config/config.yaml", str(strict))
+    text = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and f"{SCRIPTED}: status" in text and "stopped at the baseline gate" in text
+    assert not (workflow / TABLES[0]).exists()

@@ -26,6 +26,52 @@ def _rows(path):
     return {(r["scale"], r["system"], r["task"], r["split"]): r for r in csv.DictReader(io.StringIO(path.read_text()))}
 
 
+SIDE_COLUMNS = {  # side_metrics.csv column: the summary cell's figure
+    "budget_bytes": ("budget_bytes", None), "confabulation_A": ("confabulation_A", None),
+    "confabulation_B": ("confabulation_B", None), "rate_trigger_A": ("rate_trigger_A", None),
+    "rate_trigger_B": ("rate_trigger_B", None), "rate_non_trigger_A": ("rate_non_trigger_A", None),
+    "rate_non_trigger_B": ("rate_non_trigger_B", None), "fiche_bytes_mean": ("fiche_bytes", "mean"),
+    "fiche_bytes_max": ("fiche_bytes", "max"), "declared_tokens_mean": ("declared_tokens", "mean"),
+    "declared_tokens_max": ("declared_tokens", "max"), "metered_tokens_mean": ("metered_tokens", "mean"),
+    "token_cap_mean": ("token_cap", "mean"),
+}
+
+
+def _assert_side_metrics_are_the_summarys(workflow, summary: dict, digest: str) -> None:
+    """Every cell of the summary is one row of side_metrics.csv, with the cell's own figures."""
+    rows = _rows(workflow / "results/urd/tables/side_metrics.csv")
+    assert set(rows) == {("tiny", system, task, split) for system, tasks in summary["cells"].items()
+                         for task, splits in tasks.items() for split in splits}
+    for (_, system, task, split), row in rows.items():
+        cell = summary["cells"][system][task][split]
+        assert row["summary_sha256"] == digest
+        assert row["out_of_contract"] == str(cell["out_of_contract"]).lower()
+        for column, (key, sub) in SIDE_COLUMNS.items():
+            want = cell.get(key) if sub is None else (cell.get(key) or {}).get(sub)
+            got = row[column]
+            assert (got == "") if want is None else (float(got) == pytest.approx(want, abs=1e-6)), (system, task, split, column)
+
+
+def _redrawn_retention_figure(workflow, tmp_path, monkeypatch, systems: list[str]) -> bytes:
+    """The figure the retention_figure rule must draw: the same command, from the same summary,
+    with the configured bootstrap and dpi and the run's systems (the row order)."""
+    from urd.core.config import load_config
+    from urd.tables import cli
+
+    publish = load_config(workflow / "config/config.yaml", workflow / "config/schema.yaml")["publish"]
+    monkeypatch.chdir(workflow)  # the figure's footer names the summary as the rule gives it
+    png = tmp_path / "redrawn.png"
+    rc = cli.main(["retention-figure", "--summary", "tiny=results/urd/tiny/summary.json", "--scale", "tiny",
+                   "--systems", ",".join(systems), "--bootstrap", json.dumps(publish["bootstrap"]),
+                   "--dpi", str(publish["dpi"]), "--png", str(png)])
+    assert rc == 0
+    return png.read_bytes()
+
+
+def _table_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("| ")]
+
+
 def _given_summary(workflow):
     """A summary (and oracle) put in place by hand; only the table rules may run, so the
     controls (which need tuning artifacts) are switched off in this copy of the config."""
@@ -38,7 +84,7 @@ def _given_summary(workflow):
     fx.write(workflow / "results/urd/oracle.json", {"t1_oracle": {"over": {"ceiling": 0.786}, "sanity": {"ceiling": 1.0}}})
 
 
-def test_published_tables_match_their_summary_and_the_report_embeds_them(workflow):
+def test_published_tables_match_their_summary_and_the_report_embeds_them(workflow, tmp_path, monkeypatch):
     _given_summary(workflow)
     snakemake(workflow, "published", "--allowed-rules", *TABLE_RULES, check=True)
     tables = workflow / "results/urd/tables"
@@ -54,7 +100,20 @@ def test_published_tables_match_their_summary_and_the_report_embeds_them(workflo
     md = (tables / "retention.md").read_text()
     assert f"{100 * expected:.1f} %" in md and digest in md
     assert "## tiny" in md and "## 0.1b" not in md and "Not built, so not shown: 0.1b, 0.4b." in md
-    assert (workflow / "results/urd/figures/retention_tiny.png").read_bytes()[:4] == b"\x89PNG"
+    # the side metrics are the summary's cells, figure by figure, in the configured system order
+    _assert_side_metrics_are_the_summarys(workflow, summary, digest)
+    side_md = (tables / "side_metrics.md").read_text()
+    assert "| retrieval | over | 75.0 % | 8.3 % | 100 (max 100) / 120 | 50 (max 50) | 1,000 (max 1,000) |" in side_md
+    assert "| replay_banc* | sanity | 83.3 % | 0.0 % | 20.8 % | 0.0 % | 100 (max 100) / 960 | 150 (max 150) |" in side_md
+    t1_rows = [line.split(" | ")[0][2:] for line in _table_lines(side_md) if " | over | " in line][:4]
+    assert t1_rows == ["vanilla", "gzip_tail", "retrieval", "replay_banc*"]
+    # the figure is the one drawn from this summary with the configured bootstrap, dpi and order
+    from urd.core.config import load_config
+
+    systems = load_config(workflow / "config/config.yaml", workflow / "config/schema.yaml")["systems"]
+    figure = (workflow / "results/urd/figures/retention_tiny.png").read_bytes()
+    assert figure[:8] == b"\x89PNG\r\n\x1a\n"
+    assert figure == _redrawn_retention_figure(workflow, tmp_path, monkeypatch, systems)
     # nothing to redo; a changed summary redoes the tables
     again = snakemake(workflow, "published", "--allowed-rules", *TABLE_RULES, "-n")
     assert "Nothing to be done" in again.stdout + again.stderr
@@ -105,10 +164,17 @@ def test_unknown_scale_to_publish_is_refused(workflow):
     assert "publish.scales: expected scales among backbones (tiny, 0.1b, 0.4b), got '2b'" in proc.stdout + proc.stderr
 
 
-def test_published_builds_for_tiny_from_a_fresh_copy(workflow):
+def test_published_builds_for_tiny_from_a_fresh_copy(workflow, tmp_path, monkeypatch):
     """Offline, from nothing: data, backbone, control, session B, summary, tables, figures."""
-    snakemake(workflow, "published", *REDUCED, "systems=[vanilla,replay_tune,replay_banc]", check=True)
+    from urd.core.config import load_config
+    from urd.tables import controls
+    from urd.tables.bootstrap import Bootstrap
+    from urd.tables.sources import load
+
+    systems = ["vanilla", "replay_tune", "replay_banc"]
+    snakemake(workflow, "published", *REDUCED, f"systems=[{','.join(systems)}]", check=True)
     summary = json.loads((workflow / "results/urd/tiny/summary.json").read_text())
+    digest = sha256_file(workflow / "results/urd/tiny/summary.json")
     rows = _rows(workflow / "results/urd/tables/retention.csv")
     assert {k[1] for k in rows} == {"vanilla", "replay_tune", "replay_banc"} and len(rows) == 12
     for (_, system, task, split), row in rows.items():
@@ -121,11 +187,34 @@ def test_published_builds_for_tiny_from_a_fresh_copy(workflow):
             assert float(row["retention"]) == pytest.approx(cell["retention"], abs=1e-6)
         for key in ("score_A", "score_B"):
             assert (row[key] == "") if cell[key] is None else (float(row[key]) == cell[key])
-    for f in ("retention.md", "side_metrics.md", "side_metrics.csv"):
-        assert (workflow / "results/urd/tables" / f).stat().st_size > 0
-    assert (workflow / "results/urd/figures/retention_tiny.png").exists()
-    # the controls ran from the same tuning artifacts and made their tables and figure
+    tables = workflow / "results/urd/tables"
+    _assert_side_metrics_are_the_summarys(workflow, summary, digest)
+    side_md = (tables / "side_metrics.md").read_text()
+    assert digest in side_md and "| replay_banc* | over |" in side_md
+    figure = (workflow / "results/urd/figures/retention_tiny.png").read_bytes()
+    assert figure == _redrawn_retention_figure(workflow, tmp_path, monkeypatch, systems)
+    # the controls ran from the same tuning artifacts, against the same control responses as the
+    # summary, and made their tables and figure from their JSON
     ceiling = json.loads((workflow / "results/urd/tiny/controls/ceiling.json").read_text())
-    assert ceiling and (workflow / "results/urd/tables/ceiling.md").stat().st_size > 0
-    assert "replay_banc*" in (workflow / "results/urd/tables/bits_curve.md").read_text()
+    assert ceiling["budget_bytes"] is None and ceiling["recipe_order"] == ["replay_tune", "replay_banc"]
+    assert set(ceiling["recipes"]) == {"replay_tune", "replay_banc"}
+    for recipe, rec in ceiling["recipes"].items():
+        assert rec["out_of_contract"] is (recipe == "replay_banc") and set(rec["tasks"]) == {"t1", "t2"}
+        trained = {a["trained_tokens"] for a in ceiling["provenance"]["artifacts"][recipe].values()}
+        for task, cell in rec["tasks"].items():
+            assert cell["budget_bytes"] is None and cell["out_of_contract"] is rec["out_of_contract"]
+            control = summary["cells"]["vanilla"][task]["over"]
+            assert cell["score_A"] == control["score_A"] and cell["token_cap"] == control["token_cap"]
+            assert [e["score_A"] for e in cell["episodes"]] == [e["score_A"] for e in control["episodes"]]
+            # the tuning's own tokens are declared, as for the same recipe's budgeted cells
+            assert cell["declared_tokens"] == summary["cells"][recipe][task]["over"]["declared_tokens"]
+            assert cell["declared_tokens"]["max"] in trained
+    boot = Bootstrap(**load_config(workflow / "config/config.yaml", workflow / "config/schema.yaml")["publish"]["bootstrap"])
+    ceiling_md = (tables / "ceiling.md").read_text()
+    want = controls.ceiling_document([load(str(workflow / "results/urd/tiny/controls/ceiling.json"), "tiny")], boot, None)
+    assert _table_lines(ceiling_md) == _table_lines(want.markdown())
+    assert [line.split(" | ")[0][2:] for line in _table_lines(ceiling_md)][1:3] == ["replay_tune, tiny", "replay_banc*, tiny"]
+    bits_md = (tables / "bits_curve.md").read_text()
+    want = controls.bits_document([load(str(workflow / "results/urd/tiny/controls/bits_curve.json"), "tiny")], boot, None)
+    assert "replay_banc*" in bits_md and _table_lines(bits_md) == _table_lines(want.markdown())
     assert (workflow / "results/urd/figures/bits_curve.png").read_bytes()[:4] == b"\x89PNG"

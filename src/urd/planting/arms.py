@@ -84,6 +84,10 @@ def arms_from(planting: Mapping, source: str = "agentmem.planting.arms") -> list
         for key, allowed in FEATURES.items():
             if feats.get(key) not in allowed:
                 raise InputError(source, f"{name}.{key}", f"one of {list(allowed)}", feats.get(key))
+        twin = next((a for a in out if a.source == "built-in" and dict(a.features) == dict(feats)), None)
+        if twin is not None:  # the same context twice: a credit between them could only be noise
+            raise InputError(source, name, f"features no other built-in arm declares ({twin.name} declares the same)",
+                             dict(feats))
         out.append(Arm(name, dict(feats), FeatureStrategy(feats)))
     return out
 

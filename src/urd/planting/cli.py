@@ -2,8 +2,9 @@
 
 Exit status: 0 done (a run stopped at its spend ceiling is done, and its report says
 incomplete); 1 the run stopped at the judge's calibration or the baseline gate, or a call
-failed (its report is written all the same, and says which); 2 nothing was run or written (bad input, a live run
-without confirmation).
+failed (its report is written all the same, and says which; with ``--stopped-ok``, what the
+workflow passes so that Snakemake keeps that report, 0); 2 nothing was run or written (bad
+input, a live run without confirmation, a stopped report given to ``tables``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--world", type=Path, required=True)
             p.add_argument("--output", type=Path, required=True)
             p.add_argument("--yes", action="store_true", help="confirm a live run's spend")
+            p.add_argument("--stopped-ok", action="store_true",
+                           help="exit 0 when the run stops (its report says stopped, and why): the workflow keeps it")
         else:
             p.add_argument("--master-seed", type=int, required=True)
             p.add_argument("--cents", action="store_true", help="print only the estimate in whole US cents")
@@ -53,6 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = verbs.add_parser("harvest", help="a new calibration-set version with a run's unplanted false positives")
     p.add_argument("report", type=Path)
     p.add_argument("--output", type=Path, required=True, help="the new set (registered next to the current one)")
+    settings_args(p)
+
+    p = verbs.add_parser("register", help="check a calibration set against the study's standard and register it")
+    p.add_argument("set", type=Path)
     settings_args(p)
 
     p = verbs.add_parser("tables", help="tables and figure from reports")
@@ -68,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _dispatch(args) -> int:
     if args.verb == "tables":
-        reports = [(str(p), read_report(p, "planting")) for p in args.reports]
+        reports = [(str(p), render.tabulable(p, read_report(p, "planting"))) for p in args.reports]
         render.write_tables(reports, args.md, args.csv, args.html)
         render.write_figure(reports, args.png)
         return EXIT_OK
@@ -77,6 +84,10 @@ def _dispatch(args) -> int:
     if args.verb == "world":
         n = world.write_world(args.output, args.master_seed, world.Shape.from_settings(p), world.load_roster())
         print(f"planting world: {n} events written to {args.output}")
+        return EXIT_OK
+    if args.verb == "register":
+        digest = judge.register(args.set, p["judge"]["registry"])
+        print(f"calibration set {args.set} registered in {p['judge']['registry']} (SHA-256 {digest})")
         return EXIT_OK
     if args.verb == "harvest":
         cal = judge.load_set(p["judge"]["calibration_set"], p["judge"]["registry"])
@@ -97,5 +108,9 @@ def _dispatch(args) -> int:
     report = suite.run_suite(args.model, s, world_path=args.world, pins=dict(args.pin), yes=args.yes,
                              log=lambda line: print(line, file=sys.stderr, flush=True))
     atomic_write_json(args.output, report)
-    print(f"planting on {args.model}: {report['status']}" + (f" ({report['stop']['why']})" if report["stop"] else ""))
-    return EXIT_OK if report["status"] in ("complete", "incomplete") else EXIT_STOPPED
+    # standard error: the job's log holds the outcome and the reason
+    print(f"planting on {args.model}: {report['status']}" + (f" at the {report['stop']['at']}: {report['stop']['why']}"
+                                                             if report["stop"] else ""), file=sys.stderr)
+    if report["status"] in ("complete", "incomplete") or args.stopped_ok:
+        return EXIT_OK
+    return EXIT_STOPPED

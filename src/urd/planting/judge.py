@@ -1,11 +1,16 @@
 """The judge: its reply grammar, and the calibration it must pass before any use.
 
 A calibration set is a registered JSON file of items (an event, an intent, the expected
-ruling, and what kind of item it is); its SHA-256 must match its line in the registry
-(``judge_sets.sha256``, sha256sum format) or the run refuses to start. Hard negatives are
-real misjudgements of the system under test: an intent on the event's topic that the event
-did not shape. `harvest` makes the next version from a run's unplanted twins, where any
-intent the judge ruled shaped by a plant the character never saw is such a misjudgement.
+ruling, and what kind of item it is) and of ``companions``, ordinary intents no event of the
+set could have shaped; its SHA-256 must match its line in the registry (``judge_sets.sha256``,
+sha256sum format) or the run refuses to start. The study's standard holds at registration and
+at every load (`check_set`): at least 20 items, at least 5 positives and at least 5 hard
+negatives, each hard negative's ``origin`` stated: ``harvested`` (a recorded misjudgement of
+the system under test, with its ``source``) or ``hand-written``. The judge is calibrated in
+the run's shape: every call rules three intents against one event, the item's among two
+companions, at a position that turns with the item. `harvest` makes the next version from a
+run's unplanted twins, where any intent the judge ruled shaped by a plant the character never
+saw is such a misjudgement.
 """
 
 from __future__ import annotations
@@ -63,8 +68,48 @@ def judge(llm: LLM, event: str, intents: Sequence[str], *, max_tokens: int, repl
 
 # --- calibration sets -------------------------------------------------------------------------
 
+MIN_ITEMS, MIN_POSITIVES, MIN_HARD_NEGATIVES = 20, 5, 5
+ORIGINS = ("harvested", "hand-written")
+SHAPE = 3  # intents a judge call rules, in the run and in calibration
+
+
+def check_set(path: str | Path, data: object) -> None:
+    """Refuse a calibration set that breaks a field or the study's standard, naming which."""
+    if not isinstance(data, dict) or not isinstance(data.get("items"), list):
+        raise InputError(path, "items", "a JSON object with a list of items")
+    items = data["items"]
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise InputError(path, f"items[{i}]", "an object", type(item).__name__)
+        for key, kind in (("event", str), ("intent", str), ("expected", bool), ("kind", str)):
+            if not isinstance(item.get(key), kind):
+                raise InputError(path, f"items[{i}].{key}", kind.__name__, item.get(key))
+        if item["kind"] not in KINDS:
+            raise InputError(path, f"items[{i}].kind", f"one of {list(KINDS)}", item["kind"])
+        if item["expected"] != (item["kind"] != "hard negative"):
+            raise InputError(path, f"items[{i}].expected", "true for a positive, false for a hard negative",
+                             item["expected"])
+        if item["kind"] == "hard negative":
+            if item.get("origin") not in ORIGINS:
+                raise InputError(path, f"items[{i}].origin", f"one of {list(ORIGINS)} (a hard negative says where it "
+                                 "comes from)", item.get("origin"))
+            if item["origin"] == "harvested" and not isinstance(item.get("source"), str):
+                raise InputError(path, f"items[{i}].source", "the run a harvested misjudgement was recorded in",
+                                 item.get("source"))
+    positives = sum(i["kind"] != "hard negative" for i in items)
+    negatives = len(items) - positives
+    for what, n, least in (("items", len(items), MIN_ITEMS), ("positives", positives, MIN_POSITIVES),
+                           ("hard negatives", negatives, MIN_HARD_NEGATIVES)):
+        if n < least:
+            raise InputError(path, what, f"at least {least} (the study's standard for a calibration set)", n)
+    comp = data.get("companions")
+    if not (isinstance(comp, list) and len(set(comp)) >= SHAPE - 1 and all(isinstance(c, str) and c for c in comp)):
+        raise InputError(path, "companions", f"at least {SHAPE - 1} distinct ordinary intents, to ask every item in "
+                         f"the run's shape of {SHAPE} intents a call", comp)
+
+
 def load_set(path: str | Path, registry: str | Path) -> dict:
-    """A calibration set, checked against its registered SHA-256 and for its fields."""
+    """A calibration set, checked against its registered SHA-256, its fields and the standard."""
     path, registry = Path(path), Path(registry)
     try:
         raw = path.read_bytes()
@@ -80,34 +125,66 @@ def load_set(path: str | Path, registry: str | Path) -> dict:
         data = json.loads(raw)
     except ValueError as exc:
         raise InputError(path, "calibration set", "JSON", str(exc)) from None
-    if not isinstance(data, dict) or not isinstance(data.get("items"), list):
-        raise InputError(path, "items", "a JSON object with a list of items")
-    for i, item in enumerate(data.get("items", [])):
-        for key, kind in (("event", str), ("intent", str), ("expected", bool), ("kind", str)):
-            if not isinstance(item.get(key), kind):
-                raise InputError(path, f"items[{i}].{key}", kind.__name__, item.get(key))
-        if item["kind"] not in KINDS:
-            raise InputError(path, f"items[{i}].kind", f"one of {list(KINDS)}", item["kind"])
-        if item["expected"] != (item["kind"] != "hard negative"):
-            raise InputError(path, f"items[{i}].expected", "true for a positive, false for a hard negative",
-                             item["expected"])
-    if not data.get("items"):
-        raise InputError(path, "items", "at least one item")
-    return {"version": data.get("version"), "sha256": actual, "path": str(path), "items": data["items"]}
+    check_set(path, data)
+    cal = {"version": data.get("version"), "sha256": actual, "path": str(path), "items": data["items"],
+           "companions": data["companions"]}
+    return {**cal, "hard_negatives": origins(cal)}
+
+
+def register(path: str | Path, registry: str | Path) -> str:
+    """Check a new calibration set against the standard and add its SHA-256 to the registry
+    (a name already registered is never re-pinned)."""
+    path, registry = Path(path), Path(registry)
+    try:
+        raw = path.read_bytes()
+        data = json.loads(raw)
+    except FileNotFoundError:
+        raise InputError(path, "file", "a judge calibration set") from None
+    except ValueError as exc:
+        raise InputError(path, "calibration set", "JSON", str(exc)) from None
+    check_set(path, data)
+    entries = read_manifest(registry) if registry.exists() else {}
+    digest = sha256_bytes(raw)
+    if path.name in entries and entries[path.name] != digest:
+        raise InputError(registry, path.name, "a new calibration-set name (registered sets are never re-pinned)",
+                         entries[path.name])
+    entries[path.name] = digest
+    atomic_write_text(registry, format_manifest(entries))
+    return digest
+
+
+def origins(cal: dict) -> dict[str, int]:
+    """How many hard negatives are recorded misjudgements and how many were written by hand."""
+    negs = [i for i in cal["items"] if i["kind"] == "hard negative"]
+    return {o: sum(i.get("origin") == o for i in negs) for o in ORIGINS}
+
+
+def calibration_call(cal: dict, i: int) -> tuple[list[str], int]:
+    """Item i's intent among two companions (the run's shape), and its position: the position
+    turns with the item so that no slot is the only one calibrated."""
+    comp = cal["companions"]
+    others = [comp[(i + k) % len(comp)] for k in range(SHAPE - 1)]
+    at = i % SHAPE
+    return [*others[:at], cal["items"][i]["intent"], *others[at:]], at
 
 
 def calibrate(llm: LLM, cal: dict, *, max_tokens: int, min_correct: int) -> dict:
-    """Ask the judge every item (one intent a call); raise CalibrationFailed below the bar."""
-    misses, correct = [], 0
+    """Ask the judge every item in the run's shape; raise CalibrationFailed below the bar.
+    Only the item's ruling is scored; a companion ruled shaped is reported beside it."""
+    misses, correct, companions_shaped = [], 0, 0
     for i, item in enumerate(cal["items"]):
-        rulings = judge(llm, item["event"], [item["intent"]], max_tokens=max_tokens)
-        got = None if rulings is None else rulings[0].shaped
+        intents, at = calibration_call(cal, i)
+        rulings = judge(llm, item["event"], intents, max_tokens=max_tokens)
+        got = None if rulings is None else rulings[at].shaped
+        companions_shaped += 0 if rulings is None else sum(r.shaped for k, r in enumerate(rulings) if k != at)
         if got == item["expected"]:
             correct += 1
         else:
             misses.append({"item": i, "kind": item["kind"], "expected": item["expected"], "ruled": got})
     result = {"version": cal["version"], "sha256": cal["sha256"], "correct": correct, "items": len(cal["items"]),
-              "required": min_correct, "passed": correct >= min_correct, "misses": misses}
+              "required": min_correct, "passed": correct >= min_correct, "misses": misses,
+              "intents_per_call": SHAPE, "companions_ruled_shaped": companions_shaped,
+              "hard_negatives": origins(cal)}
     if not result["passed"]:
         raise CalibrationFailed(
             f"judge calibration: {correct}/{len(cal['items'])} on set v{cal['version']} ({cal['path']}), "
@@ -119,8 +196,8 @@ def calibrate(llm: LLM, cal: dict, *, max_tokens: int, min_correct: int) -> dict
 
 def harvest(report: dict, cal: dict, output: str | Path, registry: str | Path) -> dict:
     """The next calibration-set version: the current items plus every intent the run's judge
-    ruled shaped by a plant in an unplanted twin (a false positive by construction), as hard
-    negatives. Writes the set and registers its SHA-256; returns the new set."""
+    ruled shaped by a plant in an unplanted twin (a false positive by construction), as
+    harvested hard negatives. Writes the set and registers its SHA-256; returns the new set."""
     items = list(cal["items"])
     seen = {(i["event"], i["intent"]) for i in items}
     for d in report.get("decisions", []):
@@ -132,12 +209,14 @@ def harvest(report: dict, cal: dict, output: str | Path, registry: str | Path) -
                 if ruling["shaped"] and key not in seen:
                     seen.add(key)
                     items.append({"event": key[0], "intent": key[1], "expected": False, "kind": "hard negative",
+                                  "origin": "harvested",
                                   "source": f"{report.get('model')} run, unplanted twin: {d['arm']}/{d['character']}/"
                                             f"seed {d['seed']}/{plant}"})
     new = {"version": int(cal["version"] or 0) + 1, "about": f"v{cal['version']} plus hard negatives harvested from "
-           f"the unplanted twins of a {report.get('model')} run", "items": items}
+           f"the unplanted twins of a {report.get('model')} run", "companions": list(cal["companions"]), "items": items}
     text = json.dumps(new, indent=2, ensure_ascii=False) + "\n"
     output, registry = Path(output), Path(registry)
+    check_set(output, new)
     entries = read_manifest(registry) if registry.exists() else {}
     if output.name in entries and output.exists():
         raise InputError(output, "file", "a new calibration-set name (registered sets are never overwritten)")

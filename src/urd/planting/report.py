@@ -3,28 +3,37 @@
 Per arm: median prompt tokens, hits per plant category (a plant scores when the judge ruled
 it shaped any of the decision's intents) out of the planted decisions, the same in the
 unplanted twin, net hits (planted minus unplanted, all categories), net hits per 1K prompt
-tokens, citations of each plant's ID beside the judge's hits, fabricated citations (cited
-IDs the store does not hold), and a 95 % interval on net hits from resampling the
-(character, seed) units with replacement. Factor credits: the difference between two arms
-that differ in exactly one feature; pairs that differ in more are listed, uncredited. The
-wound counterfactual: wound hits without the apology minus with it, per arm.
+tokens, citations of each plant's ID beside the judge's hits, fabricated citations (cited IDs
+the decision's prompt did not show: a real event the arm summarised or dropped, or no such
+event at all, counted apart), replies off the protocol or short of three intents, and 95 %
+intervals. Factor credits: the difference in net hits (per plant and in all) between two arms
+that differ in exactly one feature, with intervals; pairs that differ in more are listed,
+uncredited. The wound counterfactual: wound hits without the apology minus with it, per arm.
+
+Intervals are cluster-aware: a (character, seed) unit shares its character's profile and
+motivation with the character's other seeds, so characters are resampled first, then seeds
+within each drawn character, with the same draws for every arm (credits are paired).
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 import numpy as np
 
 from ..core.io import canonical_json, sha256_bytes
-from ..tables.bootstrap import resample_indices
+from ..core.rng import Stream
 from . import arms as arms_mod
-from .world import PLANTS
+from .world import PLANT_CATEGORY, PLANTS
 
 RESAMPLES, LEVEL, BOOT_SEED = 10_000, 0.95, 20260807
-METHOD = ("percentile bootstrap over (character, seed) units resampled with replacement; indices from "
-          "urd.core.rng (SHA-256 stream)")
+METHOD = ("two-stage percentile bootstrap: characters resampled with replacement, then the seeds of each drawn "
+          "character with replacement (a character's units share its profile and motivation); indices from "
+          "urd.core.rng (SHA-256 stream), the same draws for every arm, so factor credits are paired")
+
+Unit = tuple[str, int]  # (character, seed)
 
 
 def hit(d: dict, plant: str) -> int:
@@ -32,18 +41,85 @@ def hit(d: dict, plant: str) -> int:
     return int(bool(rulings) and any(r["shaped"] for r in rulings))
 
 
-def _units(decisions: Iterable[dict]) -> dict[tuple[str, int], dict]:
+def _units(decisions: Iterable[dict]) -> dict[Unit, dict]:
     return {(d["character"], d["seed"]): d for d in decisions}
 
 
-def interval(values: list[float]) -> dict:
-    """The sum of per-unit values and its percentile bootstrap interval."""
-    if not values:
-        return {"point": None, "low": None, "high": None, "units": 0}
-    v = np.asarray(values, dtype=float)
-    sums = v[resample_indices(len(v), RESAMPLES, BOOT_SEED)].sum(axis=1)
-    lo, hi = np.quantile(sums, [(1 - LEVEL) / 2, 1 - (1 - LEVEL) / 2])
-    return {"point": float(v.sum()), "low": float(lo), "high": float(hi), "units": len(v)}
+@lru_cache(maxsize=16)
+def cluster_plan(sizes: tuple[int, ...], resamples: int = RESAMPLES, seed: int = BOOT_SEED) -> np.ndarray:
+    """(resamples, len(sizes) x max(sizes)) positions into units laid out cluster by cluster.
+
+    Each resample draws len(sizes) clusters with replacement, then as many of each drawn
+    cluster's units as it has, with replacement; a slot past a drawn cluster's size holds
+    sum(sizes), the padding position (a NaN in `draws`)."""
+    if not sizes or min(sizes) < 1:
+        raise ValueError(f"cluster sizes must be positive, got {sizes}")
+    stream = Stream("urd-planting-cluster-bootstrap", seed, resamples, *sizes)
+    n_clusters, width, n = len(sizes), max(sizes), sum(sizes)
+    offsets = [sum(sizes[:k]) for k in range(n_clusters)]
+    rows = []
+    for _ in range(resamples):
+        row = []
+        for _ in range(n_clusters):
+            c = stream.below(n_clusters)
+            row += [offsets[c] + stream.below(sizes[c]) for _ in range(sizes[c])] + [n] * (width - sizes[c])
+        rows.append(row)
+    out = np.asarray(rows, dtype=np.int64)
+    out.setflags(write=False)
+    return out
+
+
+class Resampled:
+    """The bootstrap over some units: their clusters (characters) and the draws."""
+
+    def __init__(self, units: Iterable[Unit]) -> None:
+        self.units = sorted(units)
+        chars = sorted({c for c, _ in self.units})
+        self.characters = len(chars)
+        self.idx = cluster_plan(tuple(sum(u[0] == c for u in self.units) for c in chars)) if self.units else None
+
+    def draws(self, values: Sequence[float]) -> np.ndarray:
+        """(resamples, width) values of the resampled units, NaN in the padding."""
+        return np.append(np.asarray(values, dtype=float), np.nan)[self.idx]
+
+    def interval(self, point: float | None, samples: np.ndarray | None) -> dict:
+        if point is None or samples is None or not self.units:
+            return {"point": point, "low": None, "high": None, "units": len(self.units), "characters": self.characters}
+        samples = samples[np.isfinite(samples)]
+        lo, hi = np.quantile(samples, [(1 - LEVEL) / 2, 1 - (1 - LEVEL) / 2])
+        return {"point": point, "low": float(lo), "high": float(hi), "units": len(self.units),
+                "characters": self.characters}
+
+    def sum_interval(self, values: Sequence[float]) -> dict:
+        """The sum of per-unit values and its interval."""
+        if not self.units:
+            return self.interval(None, None)
+        return self.interval(float(np.sum(values)), np.nansum(self.draws(values), axis=1))
+
+    def per_1k(self, net: Sequence[float], tokens: Sequence[float]) -> tuple[float | None, np.ndarray | None]:
+        """Net hits per 1K tokens (the sum over the median), the point rounded as reported, and its draws."""
+        if not self.units or not statistics.median(tokens):
+            return None, None
+        point = round(sum(net) / (statistics.median(tokens) / 1000), 2)
+        return point, np.nansum(self.draws(net), axis=1) / (np.nanmedian(self.draws(tokens), axis=1) / 1000)
+
+
+def interval(units: Sequence[Unit], values: Sequence[float]) -> dict:
+    """The sum of per-unit values (aligned with ``units``) and its cluster-aware interval."""
+    order = sorted(range(len(units)), key=lambda i: units[i])
+    return Resampled(units).sum_interval([values[i] for i in order])
+
+
+def unit_values(decisions: list[dict], arm: str) -> dict[Unit, dict]:
+    """Per paired unit of one arm: net hits per plant (planted minus its twin), prompt tokens and
+    prompt plus strategy tokens of the planted decision."""
+    by = {v: _units(d for d in decisions if d["arm"] == arm and d["variant"] == v) for v in ("planted", "unplanted")}
+    out = {}
+    for u in sorted(set(by["planted"]) & set(by["unplanted"])):
+        a, b = by["planted"][u], by["unplanted"][u]
+        out[u] = {"net": {p: hit(a, p) - hit(b, p) for p in PLANTS}, "tokens": a["prompt_tokens"],
+                  "total": a["prompt_tokens"] + a.get("strategy_tokens", 0)}
+    return out
 
 
 def arm_numbers(decisions: list[dict], arm: str, bytes_per_token: float) -> dict:
@@ -52,72 +128,121 @@ def arm_numbers(decisions: list[dict], arm: str, bytes_per_token: float) -> dict
     only those, so that a hit is never subtracted without its twin)."""
     by = {v: _units(d for d in decisions if d["arm"] == arm and d["variant"] == v)
           for v in ("planted", "unplanted", "apologised")}
-    paired = sorted(set(by["planted"]) & set(by["unplanted"]))
+    values = unit_values(decisions, arm)
+    paired = sorted(values)
     planted = [by["planted"][u] for u in paired]
     twin = [by["unplanted"][u] for u in paired]
     hits = {p: sum(hit(d, p) for d in planted) for p in PLANTS}
     base = {p: sum(hit(d, p) for d in twin) for p in PLANTS}
     tokens = [d["prompt_tokens"] for d in planted]
-    median = statistics.median(tokens) if tokens else None
     # The arm's whole token cost a decision: its prompt plus what building the context asked
     # (the layered arm's summary, a plug-in's retrieval); reports before that field count 0.
     strategy = [d.get("strategy_tokens", 0) for d in planted]
-    total = statistics.median(t + s for t, s in zip(tokens, strategy)) if tokens else None
-    net = sum(hits.values()) - sum(base.values()) if paired else None
+    totals = [values[u]["total"] for u in paired]
+    net_units = [sum(values[u]["net"].values()) for u in paired]
+    rs = Resampled(paired)
+    per_1k, per_1k_draws = rs.per_1k(net_units, tokens)
+    per_1k_total, per_1k_total_draws = rs.per_1k(net_units, totals)
     cf = sorted(set(by["planted"]) & set(by["apologised"]))
     measured = bool(tokens) and all(d["tokens_measured"] for d in planted)
+    every = [d for v in by.values() for d in v.values()]
     return {
         "arm": arm,
         "decisions": {v: len(u) for v, u in by.items()},
         "paired_units": len(paired),
-        "prompt_tokens_median": median,
+        "prompt_tokens_median": statistics.median(tokens) if tokens else None,
         "prompt_tokens_source": "measured usage" if measured else
         f"estimated at {bytes_per_token:g} bytes a token (no measured usage)",
         "hits": hits,
         "unplanted_hits": base,
-        "net_hits": net,
-        "net_hits_per_1k_tokens": round(net / (median / 1000), 2) if median and net is not None else None,
+        "net_hits": sum(net_units) if paired else None,
+        "net_hits_per_1k_tokens": per_1k,
         "strategy_tokens_median": statistics.median(strategy) if strategy else None,
         "strategy_calls": sum(d.get("strategy_calls", 0) for d in planted),
-        "total_tokens_median": total,
-        "net_hits_per_1k_total_tokens": round(net / (total / 1000), 2) if total and net is not None else None,
-        "net_hits_interval": interval([sum(hit(a, p) - hit(b, p) for p in PLANTS) for a, b in zip(planted, twin)]),
+        "total_tokens_median": statistics.median(totals) if totals else None,
+        "net_hits_per_1k_total_tokens": per_1k_total,
+        "net_hits_interval": rs.sum_interval(net_units),
+        "net_hits_per_1k_tokens_interval": rs.interval(per_1k, per_1k_draws),
+        "net_hits_per_1k_total_tokens_interval": rs.interval(per_1k_total, per_1k_total_draws),
         "citations": {p: sum(d["plant_ids"].get(p) in {x for it in d["intents"] for x in it["cites"]}
                              for d in planted) for p in PLANTS},
         "judged_influence": hits,
+        # cited IDs the prompt did not show: a real event summarised or dropped, or no such event
         "fabricated_citations": sum(len(d["fabricated"]) for d in planted),
+        "fabricated_not_shown": sum(len(d.get("fabricated_not_shown", [])) for d in planted),
+        "fabricated_no_such_event": sum(len(d.get("fabricated_no_such_event", [])) for d in planted),
         "fabricated_examples": sorted({x for d in planted for x in d["fabricated"]})[:5],
-        "unparsed_decisions": sum(not d["parsed"] for v in by.values() for d in v.values()),
-        "judge_off_protocol": sum(r is None for v in by.values() for d in v.values() for r in d["judged"].values()),
+        "unparsed_decisions": sum(not d["parsed"] for d in every),
+        "short_replies": sum(d["parsed"] and len(d["intents"]) < 3 for d in every),
+        "judge_off_protocol": sum(r is None for d in every for r in d["judged"].values()),
         "counterfactual_wound": {
             "not_apologised": sum(hit(by["planted"][u], "wound") for u in cf),
             "apologised": sum(hit(by["apologised"][u], "wound") for u in cf),
-            "difference": interval([hit(by["planted"][u], "wound") - hit(by["apologised"][u], "wound") for u in cf]),
+            "difference": Resampled(cf).sum_interval(
+                [hit(by["planted"][u], "wound") - hit(by["apologised"][u], "wound") for u in cf]),
         },
     }
 
 
-def factor_credits(arms: list[arms_mod.Arm], numbers: dict[str, dict]) -> tuple[list[dict], list[dict]]:
+def credit(a: dict[Unit, dict], b: dict[Unit, dict]) -> dict | None:
+    """From arm a to arm b, on the units both decided: the change in net hits per plant and in
+    all, and in net hits per 1K prompt tokens, each with its paired cluster-aware interval."""
+    common = sorted(set(a) & set(b))
+    if not common:
+        return None
+    rs = Resampled(common)
+    out, ivs = {}, {}
+    for p in PLANTS:
+        diff = [b[u]["net"][p] - a[u]["net"][p] for u in common]
+        out[p], ivs[p] = int(sum(diff)), rs.sum_interval(diff)
+    net_a, net_b = [sum(a[u]["net"].values()) for u in common], [sum(b[u]["net"].values()) for u in common]
+    out["net_hits"] = sum(net_b) - sum(net_a)
+    ivs["net_hits"] = rs.sum_interval([y - x for x, y in zip(net_a, net_b)])
+    pa, da = rs.per_1k(net_a, [a[u]["tokens"] for u in common])
+    pb, db = rs.per_1k(net_b, [b[u]["tokens"] for u in common])
+    per = None if pa is None or pb is None else round(pb - pa, 2)
+    ivs["net_hits_per_1k_tokens"] = rs.interval(per, None if per is None else db - da)
+    return {"credit": out, "net_hits_per_1k_tokens": per, "intervals": ivs, "units": len(common)}
+
+
+def factor_credits(arms: list[arms_mod.Arm], decisions: list[dict]) -> tuple[list[dict], list[dict]]:
     single, multi = arms_mod.credit_pairs(arms)
+    values = {a.name: unit_values(decisions, a.name) for a in arms}
     credits = []
     for a, b, feature in single:
-        na, nb = numbers[a.name], numbers[b.name]
-        if na["net_hits"] is None or nb["net_hits"] is None:
-            continue  # an arm with no paired unit has nothing to credit
+        c = credit(values[a.name], values[b.name])
+        if c is None:
+            continue  # no unit decided in both arms: nothing to credit
         credits.append({"factor": feature, "from": a.name, "to": b.name,
                         "change": f"{feature}: {a.features.get(feature, 'absent')} -> {b.features.get(feature, 'absent')}",
-                        "credit": {**{p: nb["hits"][p] - na["hits"][p] for p in PLANTS},
-                                   "net_hits": nb["net_hits"] - na["net_hits"]}})
+                        **c})
     refused = [{"from": a.name, "to": b.name, "differ_in": differ,
                 "why": "the arms differ in more than one feature: no factor is credited" if differ
                 else "the arms declare the same features: there is no factor to credit"} for a, b, differ in multi]
     return credits, refused
 
 
+def layered_layout(run) -> dict | None:
+    """Where the layered arms cut the past, and which plants' categories the distant past keeps:
+    a stated choice of the configuration, not a property of the method."""
+    if not any(a.layered for a in run.arms):
+        return None
+    lay, terms = run.layout, list(range(1, run.shape.decision_term))
+    kept = [p for p in PLANTS if PLANT_CATEGORY[p] in lay.keep_categories]
+    return {"distant_terms": [t for t in terms if t < lay.summary_from],
+            "summary_terms": [t for t in terms if lay.summary_from <= t < lay.current_from],
+            "current_terms": [t for t in terms if t >= lay.current_from],
+            "keep_categories": list(lay.keep_categories), "summary_words": lay.summary_words,
+            "plants_kept_in_distant_past": kept,
+            "plants_dropped_from_distant_past": [p for p in PLANTS if p not in kept],
+            "note": "a plant in the distant past reaches a layered arm only when its category is kept; the kept "
+                    "categories are a choice of agentmem.planting.layered.keep_categories"}
+
+
 def build(run, state: dict, *, world_sha256: str, calibration: dict) -> dict:
     bpt = float(run.s.raw["estimate"]["bytes_per_token"])
     numbers = {a.name: arm_numbers(run.decisions, a.name, bpt) for a in run.arms}
-    credits, refused = factor_credits(run.arms, numbers)
+    credits, refused = factor_credits(run.arms, run.decisions)
     return {
         "suite": "planting",
         "model": run.model,
@@ -131,8 +256,9 @@ def build(run, state: dict, *, world_sha256: str, calibration: dict) -> dict:
         "settings_sha256": sha256_bytes(canonical_json(run.p).encode()),
         "arms": [{"name": a.name, "features": dict(a.features), **({"strategy": a.source} if a.source != "built-in" else {})}
                  for a in run.arms],
+        "layered_layout": layered_layout(run),
         "calibration_set": {"version": calibration["version"], "sha256": calibration["sha256"],
-                            "path": calibration["path"]},
+                            "path": calibration["path"], "hard_negatives": calibration["hard_negatives"]},
         "calibration": state["calibration"],
         "gate": state["gate"],
         "interval_method": {"method": METHOD, "resamples": RESAMPLES, "level": LEVEL, "seed": BOOT_SEED},

@@ -2,7 +2,9 @@
 
 It tests the harness, not a model. The responder reads only a request's fenced data:
 
-- a character is found by its profile; a plant shapes an intent when the plant's text is in
+- a character is found by its profile; a motivation that names what only a plant could
+  supply (the plant's ``specific``) forms the plant's intent whether the plant is shown or not
+  (the collision with the character sheet that the twins and the gate exist to catch); a plant shapes an intent when the plant's text is in
   what the arm shows and within the character's attention (the last ``window`` lines of a
   verbatim stream; a layered section or the promise table is always read). An apology in
   view lets the wound go. Shaped intents come first (promise, wound, identity), at most
@@ -65,10 +67,15 @@ class PlantingResponder:
         attended = stream[-c["window"]:] if c["window"] else []
         always = "\n".join(data.get(k, "") for k in ("distant_past", "current_term", "due_promises", "middle_summary"))
         shown = "\n".join([*stream, always])
+        motivation = data.get("motivation", "").lower()
         seen, shaping = {}, []
         for plant in ORDER:
             text = c["plants"][plant]["text"]
             line = next((ln for ln in [*stream, *always.splitlines()] if text in ln), None)
+            if c["plants"][plant]["specific"].lower() in motivation:
+                shaping.append(plant)  # the character sheet supplies it: shown or not, the intent comes
+                seen[plant] = _ID.match(line)[1] if line and _ID.match(line) else None
+                continue
             if line is None:
                 continue
             seen[plant] = _ID.match(line)[1] if _ID.match(line) else None

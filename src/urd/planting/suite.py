@@ -9,14 +9,17 @@ A live run needs confirmation, and stops at its ceiling with the report marked i
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import re
 from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 
 from ..agentmem.runtime import build_llm, confirm_live, fresh_run_dir, routes_for, scripted_calls
 from ..agentmem.settings import Settings
 from ..core.errors import InputError, UrdError
-from ..core.io import sha256_bytes, sha256_file
+from ..core.io import canonical_json, sha256_bytes, sha256_file
 from ..cost import agentmem as estimate_mod
 from ..llm import SCRIPTED_MODEL, CeilingReached, LLMError, Meter
 from ..llm.parse import json_object
@@ -48,11 +51,27 @@ class _CountingLLM:
 class GateStopped(UrdError):
     """An unplanted twin scored a plant above the bar: the plant or the judge needs fixing."""
 
+    def __init__(self, message: str, gate: dict):
+        super().__init__(message)
+        self.gate = gate
+
+
+def gate_bar(share: str, seeds: int) -> int:
+    """The most unplanted hits a plant may score: the configured share of the seeds ("2/6":
+    2 of 6, 4 of 12, 1 of 3), rounded down."""
+    hits, of = (int(x) for x in str(share).split("/"))
+    return math.floor(Fraction(hits, of) * seeds)
+
+
+def shown(prompt: str, cited: str) -> bool:
+    """Whether the prompt shows the ID as a token of its own (ev-S1-1 is not shown by ev-S1-10)."""
+    return re.search(rf"(?<![\w-]){re.escape(cited)}(?![\w-])", prompt) is not None
+
 
 def _parse_intents(reply: str) -> list[dict] | None:
     data = json_object(reply)
     items = data.get("intents") if data else None
-    if not isinstance(items, list) or not 1 <= len(items) <= 3:
+    if not isinstance(items, list) or not 1 <= len(items) <= 3:  # fewer than 3: parsed, counted as short
         return None
     out = []
     for it in items:
@@ -79,6 +98,7 @@ class Run:
         self.layout = arms_mod.Layout.from_settings(self.p, self.shape.terms)
         self.world_path = Path(world_path)
         self.world = read_world(self.world_path)
+        self.check_world()  # before the run's folder (a previous store) is cleared
         self.meter = Meter()
         live_ceiling = None if all(m == SCRIPTED_MODEL for m in self.routes.by_purpose.values()) else \
             float(settings.raw["spend"]["max_usd_planting"])
@@ -91,9 +111,9 @@ class Run:
         self.max_tokens = settings.max_tokens
 
     # --- the store ------------------------------------------------------------------------------
-    def fill_store(self) -> None:
-        """Write every world into the store, term by term, as a playthrough would (before any
-        call: a world that does not fit the settings and the roster costs nothing)."""
+    def check_world(self) -> None:
+        """A world that does not fit the settings and the roster is refused before anything is
+        cleared, written or called."""
         chars = [c["id"] for c in self.roster["characters"]]
         want = {(seed, v, c) for seed in range(1, self.shape.seeds + 1) for v in VARIANTS for c in chars}
         if set(self.world) != want:
@@ -106,6 +126,9 @@ class Run:
             if counts != per_term or len(events) != sum(per_term):
                 raise InputError(self.world_path, f"events of {key}", f"{self.shape.events_per_term} a term over "
                                  f"terms 1..{self.shape.terms}", f"{counts} (of {len(events)})")
+
+    def fill_store(self) -> None:
+        """Write every world into the store, term by term, as a playthrough would."""
         for (seed, variant, cid), events in sorted(self.world.items()):
             for term in range(1, self.shape.terms + 1):
                 self.store.write_term(_world(seed, variant), cid, term, [e for e in events if e.term == term])
@@ -140,8 +163,8 @@ class Run:
         secs = arm.sections(arms_mod.DecisionView(self.store, world, c["id"], self.shape.decision_term, self.layout,
                                                   self._summarize(world, c["id"], counted), counted))
         strategy_tokens, strategy_measured = self._tokens(self.meter.records[calls_before:], counted.bytes)
-        req = prompts.decide(c["profile"], secs, term=self.shape.decision_term, max_tokens=self.max_tokens["decide"],
-                             replica=f"seed-{seed}")
+        req = prompts.decide(c["profile"], c["motivation"], secs, term=self.shape.decision_term,
+                             max_tokens=self.max_tokens["decide"], replica=f"seed-{seed}")
         before = len(self.meter.records)
         reply = self.llm.ask(req)
         usage = self.meter.records[-1].usage if len(self.meter.records) > before else None
@@ -154,12 +177,19 @@ class Run:
              # what building the context cost beside the decision's own prompt: input and output of its calls
              "strategy_calls": counted.calls, "strategy_tokens": strategy_tokens,
              "strategy_tokens_measured": strategy_measured}
+        d["short"] = intents is not None and len(intents) < 3
+        # Fabricated: cited, but not in what this prompt showed. A real event the arm summarised
+        # or dropped is fabricated as much as an ID no event has; the two are counted apart.
         cited = sorted({x for it in d["intents"] for x in it["cites"]})
-        d["fabricated"] = [x for x in cited if not self.store.has_id(world, c["id"], x)]
+        d["fabricated"] = [x for x in cited if not shown(req.user, x)]
+        d["fabricated_not_shown"] = [x for x in d["fabricated"] if self.store.has_id(world, c["id"], x)]
+        d["fabricated_no_such_event"] = [x for x in d["fabricated"] if x not in d["fabricated_not_shown"]]
         d["judged"] = {}
         for plant in PLANTS:
+            # each decision judged on its own, as a live run's distinct intents would be
             rulings = judge_mod.judge(self.llm, c["plants"][plant]["text"], [it["intent"] for it in d["intents"]],
-                                      max_tokens=self.max_tokens["judge"])
+                                      max_tokens=self.max_tokens["judge"],
+                                      replica=f"{variant}/{arm.name}/{c['id']}/seed-{seed}")
             d["judged"][plant] = None if rulings is None else [{"shaped": r.shaped, "specific": r.specific} for r in rulings]
         return d
 
@@ -176,29 +206,35 @@ class Run:
                                  f"US${self.meter.spent_usd:.2f}")
 
     def gate(self) -> dict:
-        bar = int(self.p["gate"]["max_unplanted_hits"])
-        off = [d for d in self.decisions if d["variant"] == "unplanted" and
-               (not d["parsed"] or any(r is None for r in d["judged"].values()))]
-        if off:  # an unread reply scores nothing, which would pass the gate for the wrong reason
-            d = off[0]
-            raise GateStopped(f"baseline gate: {len(off)} unplanted decisions have a reply off its protocol (the "
-                              f"character's or the judge's), first {d['arm']}/{d['character']}/seed {d['seed']}; "
-                              "the gate cannot pass on unread replies. No planted world was run.")
-        worst = None
+        """The baseline gate over the unplanted twins: passed only when every reply was read and
+        no plant scored above the bar in any arm; the worst cell and every cell above the bar."""
+        share = str(self.p["gate"]["max_unplanted"])
+        bar = gate_bar(share, self.shape.seeds)
+        twins = [d for d in self.decisions if d["variant"] == "unplanted"]
+        off = [d for d in twins if not d["parsed"] or any(r is None for r in d["judged"].values())]
+        cells = []
         for arm in self.arms:
             for c in self.roster["characters"]:
                 for plant in PLANTS:
-                    hits = sum(report.hit(d, plant) for d in self.decisions
-                               if d["variant"] == "unplanted" and d["arm"] == arm.name and d["character"] == c["id"])
-                    if worst is None or hits > worst["hits"]:
-                        worst = {"arm": arm.name, "character": c["id"], "plant": plant, "hits": hits,
-                                 "event": c["plants"][plant]["text"]}
-                    if hits > bar:
-                        raise GateStopped(
-                            f"baseline gate: the {plant} planted for {c['id']} ({c['name']}), \"{c['plants'][plant]['text']}\", "
-                            f"scored {hits}/{self.shape.seeds} in the unplanted twin of arm {arm.name} (bar: at most "
-                            f"{bar}/{self.shape.seeds}); fix the plant or the judge. No planted world was run.")
-        return {"max_unplanted_hits": bar, "worst": worst, "passed": True}
+                    hits = sum(report.hit(d, plant) for d in twins if d["arm"] == arm.name and d["character"] == c["id"])
+                    cells.append({"arm": arm.name, "character": c["id"], "name": c["name"], "plant": plant,
+                                  "hits": hits, "event": c["plants"][plant]["text"]})
+        worst = max(cells, key=lambda x: x["hits"]) if cells else None
+        over = [x for x in cells if x["hits"] > bar]
+        gate = {"max_unplanted": share, "max_unplanted_hits": bar, "seeds": self.shape.seeds, "worst": worst,
+                "over_bar": over, "off_protocol": len(off), "passed": not over and not off}
+        if off:  # an unread reply scores nothing, which would pass the gate for the wrong reason
+            d = off[0]
+            gate["why"] = (f"baseline gate: {len(off)} unplanted decisions have a reply off its protocol (the "
+                           f"character's or the judge's), first {d['arm']}/{d['character']}/seed {d['seed']}; "
+                           "the gate cannot pass on unread replies. No planted world was run.")
+        elif over:
+            x = over[0]
+            gate["why"] = (f"baseline gate: the {x['plant']} planted for {x['character']} ({x['name']}), \"{x['event']}\", "
+                           f"scored {x['hits']}/{self.shape.seeds} in the unplanted twin of arm {x['arm']} (bar: at most "
+                           f"{bar}/{self.shape.seeds}, {share} of the seeds); {len(over)} cells above the bar; fix the "
+                           "plant or the judge. No planted world was run.")
+        return gate
 
 
 def _world(seed: int, variant: str) -> str:
@@ -206,9 +242,12 @@ def _world(seed: int, variant: str) -> str:
 
 
 def run_suite(model: str, settings: Settings, *, world_path: Path, pins=None, yes=False, roster=None,
-              responder=None, record=None, log=print, run_dir: Path | None = None, http_client=None) -> dict:
+              responder=None, record=None, log=print, run_dir: Path | None = None, http_client=None,
+              through_stops: list | None = None) -> dict:
     """The report (urd.planting.report) of one run; `status` says whether it completed.
-    `responder`: the scripted arm's (default: the roster's tables, urd.planting.scripted)."""
+    `responder`: the scripted arm's (default: the roster's tables, urd.planting.scripted).
+    `through_stops`: the estimate's run; a calibration or gate stop is appended to it and the
+    run goes on, so that the call graph is a whole run's."""
     p = settings.raw["planting"]
     cal = judge_mod.load_set(p["judge"]["calibration_set"], p["judge"]["registry"])  # before a store is cleared
     run = Run(settings, model, world_path=world_path, pins=pins, yes=yes, roster=roster, responder=responder,
@@ -216,17 +255,27 @@ def run_suite(model: str, settings: Settings, *, world_path: Path, pins=None, ye
     state = {"status": "complete", "stop": None, "calibration": None, "gate": None}
     try:
         run.fill_store()
-        state["calibration"] = judge_mod.calibrate(
-            run.llm, cal, max_tokens=run.max_tokens["judge"],
-            min_correct=math.ceil(float(p["judge"]["min_correct_share"]) * len(cal["items"]) - 1e-9))
+        try:
+            state["calibration"] = judge_mod.calibrate(
+                run.llm, cal, max_tokens=run.max_tokens["judge"],
+                min_correct=math.ceil(float(p["judge"]["min_correct_share"]) * len(cal["items"]) - 1e-9))
+        except judge_mod.CalibrationFailed as exc:
+            if through_stops is None:
+                raise
+            state["calibration"] = exc.result
+            through_stops.append(f"the judge's {STOP_CALIBRATION}: {exc}")
         run.variant("unplanted")
         state["gate"] = run.gate()
+        if not state["gate"]["passed"]:
+            if through_stops is None:
+                raise GateStopped(state["gate"]["why"], state["gate"])
+            through_stops.append(state["gate"]["why"])
         run.variant("planted")
         run.variant("apologised")
     except judge_mod.CalibrationFailed as exc:
         state.update(status="stopped", stop={"at": STOP_CALIBRATION, "why": str(exc)}, calibration=exc.result)
     except GateStopped as exc:
-        state.update(status="stopped", stop={"at": STOP_GATE, "why": str(exc)})
+        state.update(status="stopped", stop={"at": STOP_GATE, "why": str(exc)}, gate=exc.gate)
     except CeilingReached as exc:
         state.update(status="incomplete", stop={"at": STOP_CEILING, "why": str(exc)})
     except LLMError as exc:  # a failed, refused or cut call: the run did not measure what it set out to
@@ -236,19 +285,41 @@ def run_suite(model: str, settings: Settings, *, world_path: Path, pins=None, ye
     return report.build(run, state, world_sha256=sha256_file(run.world_path), calibration=cal)
 
 
+_SCRIPTED_STOPS: dict[tuple, list[str]] = {}  # where the scripted run behind an estimate would have stopped
+
+
 def call_graph(settings: Settings, master_seed: int) -> list:
-    """Every request one run makes on the scripted arm, over the world of ``master_seed``
-    (offline, free; computed once)."""
+    """Every request one whole run makes on the scripted arm, over the world of ``master_seed``
+    (offline, free; computed once). The scripted arm's own calibration or gate stop does not cut
+    it short: a live model is priced for the run it would make (`scripted_stops` says why)."""
     def run(scratch, tmp, record):
         path = tmp / "world.jsonl"
         world_mod.write_world(path, master_seed, Shape.from_settings(scratch.raw["planting"]), load_roster())
-        result = run_suite(SCRIPTED_MODEL, scratch, world_path=path, record=record, log=lambda line: None)
+        stops: list[str] = []
+        result = run_suite(SCRIPTED_MODEL, scratch, world_path=path, record=record, log=lambda line: None,
+                           through_stops=stops)
+        _SCRIPTED_STOPS[_stops_key(settings, master_seed)] = stops
         return None if result["status"] == "complete" else result["stop"]["why"]
 
     return scripted_calls(settings, ("planting", master_seed), run,
                           stopped="the scripted planting run behind the estimate stopped")
 
 
+def _stops_key(settings: Settings, master_seed: int) -> tuple:
+    return canonical_json(settings.raw), master_seed
+
+
+def scripted_stops(settings: Settings, master_seed: int) -> list[str]:
+    call_graph(settings, master_seed)
+    return _SCRIPTED_STOPS.get(_stops_key(settings, master_seed), [])
+
+
 def estimate(settings: Settings, routes, *, master_seed: int, count=None):
-    """What a run will cost: the scripted arm's call graph at the live routes' list prices."""
-    return estimate_mod.planting(settings, routes, graph=lambda: call_graph(settings, master_seed), count=count)
+    """What a run will cost: the scripted arm's call graph at the live routes' list prices,
+    every decision's judge calls priced as distinct requests (a live model's intents are)."""
+    est = estimate_mod.planting(settings, routes, graph=lambda: call_graph(settings, master_seed), count=count)
+    stops = scripted_stops(settings, master_seed) if est.source == "call graph" else []
+    if stops:
+        est = dataclasses.replace(est, note=f"{est.note}; the scripted arm tripped ({stops[0].split(':')[0]}), "
+                                            "priced as a run that passes it")
+    return est
