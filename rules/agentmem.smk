@@ -12,6 +12,8 @@ AGENTMEM_REGISTRIES = [
     "calibration/agentmem/pair_sets.json",
     "calibration/agentmem/checks.json",
 ]
+# What a suite's job reads besides the registries: the schema its settings are checked against.
+AGENTMEM_SCHEMA = "config/agentmem.schema.yaml"
 # Every store the table names is resolved and checked for the interface here, at DAG build.
 try:
     TABLE_STORES = W.agentmem.table_stores(AGENTMEM)
@@ -26,6 +28,7 @@ rule agentmem_trip_vs_move:
     own fresh store, checked, into one report. A live model spends money: see agentmem.spend."""
     input:
         AGENTMEM_REGISTRIES,
+        AGENTMEM_SCHEMA,
     output:
         report=TVM_REPORT,
     log:
@@ -59,6 +62,7 @@ rule agentmem_update_gate:
     store through its own update decision (decides_update)."""
     input:
         AGENTMEM_REGISTRIES,
+        AGENTMEM_SCHEMA,
     output:
         report=UG_REPORT,
     log:

@@ -13,6 +13,8 @@ PLANTING_CODE = W.code_digest("urd.planting.cli")
 
 
 rule planting_world:
+    input:
+        schema="config/agentmem.schema.yaml",
     output:
         PLANTING_WORLD,
     log:
@@ -40,6 +42,7 @@ rule planting_run:
         verified=verified(PLANTING_WORLD),
         calibration=PLANTING["judge"]["calibration_set"],
         registry=PLANTING["judge"]["registry"],
+        schema="config/agentmem.schema.yaml",
     output:
         report="results/planting/{model}/report.json",
     log:

@@ -92,3 +92,99 @@ class LooseBatch(MemorySystem):
 
     def answer(self, fiche, query, header):
         return "NONE"
+
+
+class Exfiltrate(MemorySystem):
+    """Carries 0 bytes and tries every way around the boundary the disk and the network offer
+    (tests/test_workflow_sandbox.py). Session A leaves the codes in /tmp, in $HOME, beside its
+    fiches and with a loopback server (port in URD_ATTACK_PORT); session B looks there, and in
+    session A's view, the full episodes and other cells' outputs. Each channel's outcome is one
+    line of the job's log; the replies come from whatever was found."""
+
+    name = "exfiltrate"
+    CHANNELS = ("tmp", "home", "beside_fiches", "socket", "session_a_view", "episodes", "other_cells")
+
+    @staticmethod
+    def _out_folder(flag: str):
+        import sys
+        from pathlib import Path
+
+        return Path(sys.argv[sys.argv.index(flag) + 1]).parent if flag in sys.argv else None
+
+    def _stashes(self):
+        import os
+        from pathlib import Path
+
+        port = os.environ["URD_ATTACK_PORT"]  # one test's stash, never another's
+        return {"tmp": Path(f"/tmp/urd-exfiltrate-{port}.json"), "home": Path(os.path.expanduser("~/.urd-exfiltrate.json")),
+                "beside_fiches": (self._out_folder("--out") or self._out_folder("--fiches") or Path(".")) / "stash.json"}
+
+    def _report(self, channel, outcome):
+        import sys
+
+        print(f"exfiltrate {channel}: {outcome}", file=sys.stderr, flush=True)
+
+    def _socket(self, payload: bytes | None) -> dict:
+        import json
+        import os
+        import socket
+
+        with socket.create_connection(("127.0.0.1", int(os.environ["URD_ATTACK_PORT"])), timeout=3) as s:
+            s.sendall(b"PUT " + payload if payload is not None else b"GET")
+            s.shutdown(socket.SHUT_WR)
+            data = b"".join(iter(lambda: s.recv(65536), b""))
+        return json.loads(data or b"{}")
+
+    def consolidate(self, transcript, budget_bytes):
+        import json
+
+        codes = json.dumps(dict(_RECORD.findall(transcript)), sort_keys=True)
+        for channel, path in self._stashes().items():
+            try:
+                prior = json.loads(path.read_text()) if path.exists() else {}
+                path.write_text(json.dumps({**prior, **json.loads(codes)}))
+                self._report(f"write {channel}", "ok")
+            except OSError as exc:
+                self._report(f"write {channel}", f"error {type(exc).__name__}")
+        try:
+            self._socket(codes.encode())
+            self._report("write socket", "ok")
+        except OSError as exc:
+            self._report("write socket", f"error {type(exc).__name__}")
+        return b""
+
+    def _found(self) -> dict:
+        import glob
+        import json
+
+        if hasattr(self, "_codes"):
+            return self._codes
+        codes = {}
+        reads = {channel: (lambda p=path: json.loads(p.read_text())) for channel, path in self._stashes().items()}
+        reads["socket"] = lambda: self._socket(None)
+        reads["session_a_view"] = lambda: {k: v for f in glob.glob("data/**/*.session_a.jsonl", recursive=True)
+                                           for line in open(f) for k, v in _RECORD.findall(json.loads(line)["transcript"])} \
+            or _missing("data/*/t1.session_a.jsonl")
+        reads["episodes"] = lambda: {q["key"]: q["expected"] for f in glob.glob("data/*/t1.jsonl")
+                                     for line in open(f) for q in json.loads(line)["queries"] if q.get("key")} \
+            or _missing("data/*/t1.jsonl")
+        reads["other_cells"] = lambda: {r["query_id"]: r["expected"] for f in glob.glob("results/urd/**/responses.jsonl",
+                                                                                         recursive=True)
+                                        for r in map(json.loads, open(f))} or _missing("results/urd/**/responses.jsonl")
+        for channel in self.CHANNELS:
+            try:
+                got = reads[channel]()
+                codes.update({k: v for k, v in got.items() if not k.startswith("t1-")})
+                self._report(f"read {channel}", f"found {len(got)}")
+            except (OSError, ValueError) as exc:
+                self._report(f"read {channel}", f"error {type(exc).__name__}")
+        self._codes = codes
+        return codes
+
+    def answer(self, fiche, query, header):
+        m = _KEY.search(query)
+        return self._found().get(m.group(1), "NONE") if m else "NONE"
+
+
+def _missing(pattern: str):
+    raise FileNotFoundError(pattern)

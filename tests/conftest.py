@@ -23,6 +23,15 @@ def repo() -> Path:
     return REPO
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the group marks
+def pytest_collection_modifyitems(items):
+    """Every test on the one SLURM test cluster runs on the same xdist worker: a second worker
+    would try to start a second cluster."""
+    for item in items:
+        if "slurm_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("slurm"))
+
+
 _RUNNING = {"slow": True}
 
 
@@ -44,6 +53,17 @@ def copy_workflow(dest: Path) -> Path:
         elif src.exists():
             shutil.copy2(src, dest / name)
     return dest
+
+
+def needs_sandbox():
+    """A mark for the tests that need the job sandbox: skipped where there is none, a failure
+    where CI says there must be one (URD_REQUIRE_SANDBOX)."""
+    from urd.workflow import sandbox
+
+    why = sandbox.unavailable()
+    if why is not None and os.environ.get("URD_REQUIRE_SANDBOX"):
+        raise AssertionError(f"URD_REQUIRE_SANDBOX is set but {why}")
+    return pytest.mark.skipif(why is not None, reason=f"no job sandbox here: {why}")
 
 
 @pytest.fixture()

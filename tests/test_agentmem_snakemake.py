@@ -18,6 +18,8 @@ pytestmark = pytest.mark.slow
 @pytest.fixture
 def workdir(tmp_path):
     (tmp_path / "calibration").symlink_to(REPO / "calibration")
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config/agentmem.schema.yaml").symlink_to(REPO / "config/agentmem.schema.yaml")
     (tmp_path / "Snakefile").write_text(
         "from snakemake.utils import validate\n"
         f'configfile: "{REPO}/config/agentmem.yaml"\n'

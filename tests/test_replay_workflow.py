@@ -15,6 +15,8 @@ import pytest
 from conftest import REPO, copy_workflow
 from conftest import snakemake as smk
 
+from urd.workflow import sandbox
+
 pytestmark = pytest.mark.slow  # every test here runs Snakemake
 
 SRC = REPO / "src"
@@ -105,6 +107,8 @@ def test_tiny_replay_target_runs_through_the_slurm_profile(slurm_cluster, wf):
     assert art.parts[-3] == "replay_banc" and c["task"] == "t2" and c["episode"] == 0
     assert c["slurm_partition"] == "gpu" and c["cuda_visible_devices"] == "0" and c["slurm_job_id"].isdigit(), c
     assert c["out_of_contract"] is True
+    # the compute node ran the job in the same sandbox as a workstation does, where it has one
+    assert c["sandbox"] == ("bwrap" if sandbox.unavailable() is None else f"off ({sandbox.unavailable()})")
     parts = squeue_partitions(env)
     assert parts.get("tune_state") == {"gpu"}, parts
     assert parts.get("consolidate") == parts.get("answer") == {"cpu"}, parts

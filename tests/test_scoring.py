@@ -129,3 +129,19 @@ def test_a_class_with_no_query_has_no_rate_and_no_score():
     cell = fold_cell("t1", control, [_resp(0, "u", "unseen", "NONE", None)])
     assert cell["score_A"] is None and cell["retention"] is None
     assert "no episode has a score A" in cell["retention_undefined"]
+
+
+def test_a_summary_says_whether_its_cells_are_all_sandboxed_or_mixed():
+    from urd.harness.fold import sandbox_labels, sandbox_summary
+
+    recs = [{"sandbox_consolidate": "bwrap", "sandbox_answer": "bwrap", "sandbox_judge": "bwrap"},
+            {"sandbox_answer": "off (sandbox: off)"}]
+    assert sandbox_labels(recs) == ["bwrap", "off (sandbox: off)"] and sandbox_labels([{}]) == []
+    figures = {"control": {"t1": {"sandbox": ["bwrap"]}}, "cells": {"s": {"t1": {"over": {"sandbox": ["bwrap"]}}}}}
+    assert sandbox_summary(figures, "bwrap") == {"summary": "bwrap", "cells": {"bwrap": 2}, "all_sandboxed": True,
+                                                 "mixed": False}
+    figures["cells"]["s"]["t1"]["over"]["sandbox"] = ["bwrap", "off (sandbox: off)"]
+    assert sandbox_summary(figures, "bwrap")["mixed"] is True
+    assert sandbox_summary(figures, "bwrap")["all_sandboxed"] is False
+    off = sandbox_summary({"control": {}, "cells": {}}, "off (sandbox: off)")
+    assert off == {"summary": "off (sandbox: off)", "cells": {}, "all_sandboxed": False, "mixed": False}

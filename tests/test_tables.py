@@ -337,3 +337,19 @@ def test_retention_is_undefined_where_score_a_is_negative():
                                    "token_cap": 1, "out_of_contract": False, "budget_bytes": 120} for r in ctl])
     assert cell["score_A"] == -1.0 and cell["retention"] is None
     assert "negative" in cell["retention_undefined"] and "flip its sign" in cell["retention_undefined"]
+
+
+def test_a_sources_line_says_how_its_jobs_ran():
+    from urd.tables.sources import Source
+
+    def line(box):
+        return Source("tiny", "s.json", "0" * 64, {"provenance": {"sandbox": box}}).line()
+
+    assert line({"summary": "bwrap", "cells": {"bwrap": 14}, "all_sandboxed": True, "mixed": False}).endswith(
+        "every job sandboxed (bwrap)")
+    mixed = line({"summary": "bwrap", "cells": {"bwrap": 13, "off (sandbox: off)": 1}, "all_sandboxed": False,
+                  "mixed": True})
+    assert "MIXED: some jobs sandboxed, some not" in mixed and "1 x off (sandbox: off)" in mixed
+    assert line("bwrap").endswith("its job sandboxed (bwrap)")
+    assert line("off (bwrap (bubblewrap) is not installed)").endswith("NOT sandboxed (off (bwrap (bubblewrap) is not installed))")
+    assert "sandbox" not in Source("tiny", "s.json", "0" * 64, {"provenance": {}}).line()

@@ -13,6 +13,7 @@ import tables_fixtures as fx
 from conftest import snakemake
 
 from urd.core.io import sha256_file
+from urd.workflow import sandbox
 
 pytestmark = pytest.mark.slow  # every test here runs Snakemake
 
@@ -172,8 +173,18 @@ def test_published_builds_for_tiny_from_a_fresh_copy(workflow, tmp_path, monkeyp
     from urd.tables.sources import load
 
     systems = ["vanilla", "replay_tune", "replay_banc"]
-    snakemake(workflow, "published", *REDUCED, f"systems=[{','.join(systems)}]", check=True)
+    # as published results are made: no job runs outside its sandbox (where this machine has one)
+    box = "required" if sandbox.unavailable() is None else "auto"
+    snakemake(workflow, "published", *REDUCED, f"systems=[{','.join(systems)}]", f"sandbox={box}", check=True)
     summary = json.loads((workflow / "results/urd/tiny/summary.json").read_text())
+    if box == "required":
+        cells = sum(len(splits) for tasks in summary["cells"].values() for splits in tasks.values())
+        assert summary["provenance"]["sandbox"] == {"summary": "bwrap", "cells": {"bwrap": cells + 2},
+                                                    "all_sandboxed": True, "mixed": False}  # the cells, two controls
+        assert "every job sandboxed (bwrap)" in (workflow / "results/urd/tables/retention.md").read_text()
+        assert json.loads((workflow / "results/planting/scripted/report.json").read_text())["sandbox"] == "bwrap"
+        ceiling_prov = json.loads((workflow / "results/urd/tiny/controls/ceiling.json").read_text())["provenance"]
+        assert ceiling_prov["sandbox"] == "bwrap"
     digest = sha256_file(workflow / "results/urd/tiny/summary.json")
     rows = _rows(workflow / "results/urd/tables/retention.csv")
     assert {k[1] for k in rows} == {"vanilla", "replay_tune", "replay_banc"} and len(rows) == 12

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -104,6 +105,13 @@ def _settings(args) -> settings_mod.Settings:
     return s
 
 
+def with_sandbox_label(report: dict) -> dict:
+    """A report a workflow job wrote says whether that job ran in the sandbox (urd.workflow.sandbox);
+    one written by hand carries no label, so its bytes are the suite's alone."""
+    label = os.environ.get("URD_SANDBOX")
+    return {**report, "sandbox": label} if label else report
+
+
 def read_report(path: Path, suite: str) -> dict:
     """A saved report of `suite`; a missing file, bad JSON or another suite's report is an error."""
     from ..core.errors import InputError
@@ -181,7 +189,7 @@ def _dispatch(args) -> int:
     else:
         report = update_gate.run_suite(args.model, s, store=args.store, pins=pins, samples=args.samples, yes=args.yes)
         status = update_gate.exit_status(report)
-    atomic_write_json(args.output, report)
+    atomic_write_json(args.output, with_sandbox_label(report))
     print(f"{args.suite} on {args.model}: {report['verdict']}")
     return status if args.require_bar else EXIT_OK
 

@@ -96,8 +96,14 @@ def document(trip_reports, gate_reports) -> Doc:
     table = rows(trip_reports, gate_reports)
     doc.table(HEADER, table, "llll" + "r" * (len(HEADER) - 4))
     doc.heading("Sources")
-    doc.bullets([f"{p} (SHA-256 {sha256_file(p)})" for p, _ in [*trip_reports, *gate_reports]])
+    doc.bullets([f"{p} (SHA-256 {sha256_file(p)}; {_sandbox(r)})" for p, r in [*trip_reports, *gate_reports]])
     return doc
+
+
+def _sandbox(report: dict) -> str:
+    """How the report's job ran (urd.workflow.sandbox); a report made by hand carries no label."""
+    label = report.get("sandbox")
+    return "sandboxed (bwrap)" if label == "bwrap" else f"NOT sandboxed: {label or 'not run by the workflow'}"
 
 
 def write(trip_paths: Sequence[Path], gate_paths: Sequence[Path], *, md: Path, csv: Path, html: Path | None = None) -> None:

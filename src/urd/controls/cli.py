@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         from ..core.io import atomic_write_json, atomic_write_jsonl, read_jsonl, sha256_file
         from ..core.provenance import code_digest, git_commit, package_versions
         from ..harness.context import Decode
-        from ..harness.run import select
+        from ..harness.run import sandbox_label, select
         from ..systems import registry
         from .artifacts import ArtifactProvider
         from .evaluate import Recipe, bits_curve, ceiling
@@ -88,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             "package_code_sha256": code_digest("urd.controls.__main__", "urd.systems.replay"),
             "commit": git_commit(),
             "packages": package_versions(),
+            "sandbox": sandbox_label(),
         }
     except UrdError as exc:
         print(f"urd controls FAILED: {exc}", file=sys.stderr)

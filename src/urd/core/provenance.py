@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib.util
+import os
 import platform
 import subprocess
 import sysconfig
@@ -146,8 +147,13 @@ def _package_data(name: str, folder: Path) -> list[tuple[str, Path]]:
     return out
 
 
+COMMIT_ENV = "URD_GIT_COMMIT"  # set by the job wrapper for a sandboxed job, which cannot see .git
+
+
 def git_commit(cwd: str | Path = ".") -> str | None:
     """HEAD of the checkout, with '-dirty' when tracked files differ; None outside git."""
+    if os.environ.get(COMMIT_ENV):
+        return os.environ[COMMIT_ENV]
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()

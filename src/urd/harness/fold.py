@@ -39,6 +39,27 @@ def _mean(xs):
     return sum(xs) / len(xs) if xs else None
 
 
+SANDBOX_KEYS = ("sandbox_consolidate", "sandbox_answer", "sandbox_judge")
+
+
+def sandbox_labels(records: list[dict]) -> list[str]:
+    """How the jobs behind these responses ran (urd.workflow.sandbox): ["bwrap"] when every one
+    was sandboxed; responses written before the label existed have none."""
+    return sorted({r[k] for r in records for k in SANDBOX_KEYS if k in r})
+
+
+def sandbox_summary(figures: dict, own: str) -> dict:
+    """The summary's sandbox line: its own job's label, the labels of its cells and controls, and
+    whether they are all sandboxed or mixed."""
+    labels = [lab for c in figures["control"].values() for lab in c.get("sandbox", [])]
+    labels += [lab for tasks in figures["cells"].values() for splits in tasks.values() for c in splits.values()
+               for lab in c.get("sandbox", [])]
+    counts = {lab: labels.count(lab) for lab in sorted(set(labels))}
+    every = {own, *counts}
+    return {"summary": own, "cells": counts, "all_sandboxed": every == {"bwrap"},
+            "mixed": "bwrap" in every and len(every) > 1}
+
+
 def _stat(xs):
     return {"mean": _r(_mean(xs)), "max": max(xs) if xs else None}
 
@@ -46,7 +67,7 @@ def _stat(xs):
 def fold_control(task: str, records: list[dict]) -> dict:
     eps = {e: episode_scores(task, recs) for e, recs in by_episode(records).items()}
     return {"episodes": {str(e): {k: _r(v) if isinstance(v, float) else v for k, v in s.items()} for e, s in eps.items()},
-            "score_A": _r(_mean([s["score"] for s in eps.values()]))}
+            "score_A": _r(_mean([s["score"] for s in eps.values()])), "sandbox": sandbox_labels(records)}
 
 
 def fold_cell(task: str, control: list[dict], records: list[dict]) -> dict:
@@ -81,6 +102,7 @@ def fold_cell(task: str, control: list[dict], records: list[dict]) -> dict:
         "declared_tokens": _stat([r["declared_tokens"] for r in per_episode]),
         "metered_tokens": _stat([r["metered_tokens"] for r in per_episode]),
         "token_cap": _stat([r["token_cap"] for r in per_episode]),
+        "sandbox": sandbox_labels(records),
     }
     if mean_a is None:
         cell["retention"] = None

@@ -18,11 +18,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
 from ..core.errors import UrdError
 from ..core.io import atomic_write_jsonl, read_jsonl
+
+
+def sandbox_label() -> str:
+    """How this process was run: in the job sandbox ("bwrap"), or not (and why); recorded in
+    every fiche and reply it writes (urd.workflow.sandbox)."""
+    return os.environ.get("URD_SANDBOX", "off (not run by the workflow)")
+
+
+def _labelled(records: list[dict], key: str = "sandbox") -> list[dict]:
+    label = sandbox_label()
+    return [{**r, key: label} for r in records]
 
 
 def cell_spec(config: dict, task: str) -> dict:
@@ -95,7 +107,7 @@ def cmd_control(args, spec):
     handle = _handle(args, spec)
     sessions_a = select(read_jsonl(args.sessions), spec)
     prefill.load_into(handle, sessions_a, prefill_bin(args.prefill), args.prefill)
-    raw = answer_control(handle, sessions_a, select(read_jsonl(args.prompts), spec), _decode(spec))
+    raw = _labelled(answer_control(handle, sessions_a, select(read_jsonl(args.prompts), spec), _decode(spec)))
     atomic_write_jsonl(args.out, raw)
     return f"wrote {len(raw)} control replies to {args.out}"
 
@@ -110,7 +122,7 @@ def cmd_consolidate(args, spec):
     if args.prefill:
         prefill.load_into(handle, sessions, prefill_bin(args.prefill), args.prefill)
     recs = consolidate_cell(system, args.task, sessions, args.split, args.budget, spec["consolidation_factor"])
-    fiches.write(args.out, recs)
+    fiches.write(args.out, _labelled(recs))
     return f"wrote {len(recs)} fiches to {args.out}"
 
 
@@ -120,7 +132,7 @@ def cmd_answer(args, spec):
 
     handle = _handle(args, spec)
     system = _system(args, spec, handle)
-    raw = answer_cell(system, select(read_jsonl(args.prompts), spec), fiches.read(args.fiches), _decode(spec))
+    raw = _labelled(answer_cell(system, select(read_jsonl(args.prompts), spec), fiches.read(args.fiches), _decode(spec)))
     atomic_write_jsonl(args.out, raw)
     return f"wrote {len(raw)} replies to {args.out}"
 
@@ -134,7 +146,7 @@ def cmd_judge(args, spec):
     split = recs[0]["split"] if recs else None
     out = judge_cell(args.task, select(read_jsonl(args.data), spec), read_jsonl(args.raw), recs,
                      system, split, source=args.raw)
-    atomic_write_jsonl(args.out, out)
+    atomic_write_jsonl(args.out, _labelled(out, "sandbox_judge"))
     return f"judged {len(out)} replies into {args.out}"
 
 

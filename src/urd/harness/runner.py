@@ -178,11 +178,15 @@ def judge_cell(task: str, episodes: list[dict], raw: list[dict], fiche_records: 
         rec = {"task": task, "episode": ep["episode"], "query_id": q["id"], "kind": q["kind"],
                "prompt_sha256": r["prompt_sha256"], "response": r["response"], "expected": q["expected"],
                **judge(task, ep, q, r["response"]), "system": system, "split": split}
+        if "sandbox" in r:  # how the replies and the fiche were made (urd.workflow.sandbox)
+            rec["sandbox_answer"] = r["sandbox"]
         if fiche_records is not None:
             if ep["episode"] not in weighed:
                 raise InputError("fiches", f"episode {ep['episode']}", "a fiche record", "none")
             w = weighed[ep["episode"]]
             rec.update({k: w[k] for k in fiches.FIELDS if k not in ("fiche_b64", "system", "task", "split", "episode")})
+            if "sandbox" in w:
+                rec["sandbox_consolidate"] = w["sandbox"]
         if task == "t2":
             rec["marker"] = ep["rule"]["marker"]
         out.append(rec)

@@ -117,6 +117,9 @@ def main(argv: list[str] | None = None) -> int:
                      if any(c["out_of_contract"] for splits in tasks.values() for c in splits.values()))
         prov = provenance(args)
         prov["inputs"] = {"responses": _relative(args.responses, root), "fiches": _relative(args.fiches, root)}
+        from .fold import sandbox_summary
+        from .run import sandbox_label
+        prov["sandbox"] = sandbox_summary(figs, sandbox_label())
         summary = {"scale": args.scale, **figs, "out_of_contract_systems": ooc, "provenance": prov}
     except UrdError as exc:
         print(f"urd summarize FAILED: {exc}", file=sys.stderr)

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from ..agentmem import settings as settings_mod
-from ..agentmem.cli import _pin, read_report, run_guarded, token_counter
+from ..agentmem.cli import _pin, read_report, run_guarded, token_counter, with_sandbox_label
 from ..agentmem.runtime import routes_for
 from ..core.io import atomic_write_json
 from . import judge, render, world
@@ -107,7 +107,7 @@ def _dispatch(args) -> int:
 
     report = suite.run_suite(args.model, s, world_path=args.world, pins=dict(args.pin), yes=args.yes,
                              log=lambda line: print(line, file=sys.stderr, flush=True))
-    atomic_write_json(args.output, report)
+    atomic_write_json(args.output, with_sandbox_label(report))
     # standard error: the job's log holds the outcome and the reason
     print(f"planting on {args.model}: {report['status']}" + (f" at the {report['stop']['at']}: {report['stop']['why']}"
                                                              if report["stop"] else ""), file=sys.stderr)

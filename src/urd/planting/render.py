@@ -106,6 +106,8 @@ def document(reports: list[tuple[str, dict]]) -> Doc:
                          f"summarised, terms {lay['current_terms']} verbatim")
         if rep.get("scripted_note"):
             facts.append(rep["scripted_note"])
+        facts.append("run in the job sandbox (bwrap)" if rep.get("sandbox") == "bwrap"
+                     else f"NOT sandboxed: {rep.get('sandbox') or 'not run by the workflow'}")
         doc.bullets(facts)
         credits = [f"{c['factor']} ({c['from']} -> {c['to']}): net hits {c['credit']['net_hits']:+d} "
                    f"({_ci(c['intervals']['net_hits'])}); per 1K tokens {_signed(c['net_hits_per_1k_tokens'])} "

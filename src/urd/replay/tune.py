@@ -183,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
             "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
             "slurm_partition": os.environ.get("SLURM_JOB_PARTITION"),
             "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "sandbox": os.environ.get("URD_SANDBOX", "off (not run by the workflow)"),
         }
         digest = write_artifact(args.out_dir, state.cpu().numpy(), costs)
     except UrdError as exc:

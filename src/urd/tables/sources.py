@@ -30,7 +30,21 @@ class Source:
         if prov.get("checkpoint"):
             parts.append(f"checkpoint {prov['checkpoint']}"
                          + (f" (sha256 {prov['checkpoint_sha256']})" if prov.get("checkpoint_sha256") else ""))
+        box = prov.get("sandbox")
+        if box:
+            parts.append(sandbox_line(box))
         return ", ".join(parts)
+
+
+def sandbox_line(box: dict | str) -> str:
+    """Whether the jobs behind a summary (or one job: a label) ran in the sandbox (urd.workflow.sandbox)."""
+    if isinstance(box, str):
+        return "its job sandboxed (bwrap)" if box == "bwrap" else f"NOT sandboxed ({box})"
+    if box.get("all_sandboxed"):
+        return "every job sandboxed (bwrap)"
+    labels = ", ".join(f"{n} x {lab}" for lab, n in box.get("cells", {}).items())
+    head = "MIXED: some jobs sandboxed, some not" if box.get("mixed") else "NOT sandboxed"
+    return f"{head} (summary: {box.get('summary')}; cells and controls: {labels or 'unlabelled'})"
 
 
 def load(path: str | Path, label: str | None = None) -> Source:

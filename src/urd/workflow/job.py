@@ -8,9 +8,16 @@ CLIs an auditor can run by hand; the workflow passes them Python values, never a
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
+
+from . import sandbox
+
+# Inside the sandbox: call the command's main with its arguments (no import of urd.workflow).
+_INNER = ("import importlib, sys; m, _, f = sys.argv[1].partition(':'); "
+          "sys.exit(int(getattr(importlib.import_module(m), f)(sys.argv[2:]) or 0))")
 
 
 def run(snakemake, main: Callable[[list[str]], int], argv: Iterable) -> None:
@@ -19,6 +26,9 @@ def run(snakemake, main: Callable[[list[str]], int], argv: Iterable) -> None:
     The descriptor is redirected, not just ``sys.stderr``, so what torch or a child process
     writes lands in the log too. Exits with the command's status: non-zero fails the job, and
     the profile's ``show-failed-logs`` prints the log.
+
+    The command runs in the job's sandbox (:mod:`.sandbox`, per ``sandbox`` in config): it sees
+    the declared inputs, writes the declared outputs, and nothing else of the working tree.
     """
     args = [str(a) for a in _flatten(argv)]
     if snakemake.log:
@@ -28,7 +38,38 @@ def run(snakemake, main: Callable[[list[str]], int], argv: Iterable) -> None:
         fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(fd, 2)
         os.close(fd)
-    sys.exit(main(args))
+    try:
+        sandboxed, label = sandbox.decide(sandbox.mode_of(snakemake.config))
+    except sandbox.SandboxUnavailable as exc:
+        print(f"{exc}\nrule {snakemake.rule}: not run", file=sys.stderr)
+        sys.exit(2)
+    if not sandboxed:
+        os.environ[sandbox.ENV] = label
+        sys.exit(main(args))
+    sys.exit(_sandboxed(snakemake, main, args))
+
+
+def _sandboxed(snakemake, main: Callable, args: list[str]) -> int:
+    plan = sandbox.plan_for(snakemake)
+    plan.stage()
+    try:
+        inner = [sys.executable, "-c", _INNER, f"{main.__module__}:{main.__name__}", *args]
+        sys.stderr.flush()
+        code = subprocess.run(plan.command(inner)).returncode
+        if code == 0:
+            stray = plan.collect()
+            if stray:
+                print(f"urd sandbox: rule {snakemake.rule} wrote beside its declared outputs, discarded: "
+                      f"{', '.join(stray[:10])}", file=sys.stderr)
+        elif snakemake.log:
+            missing = sandbox.undeclared(Path(snakemake.log[0]).read_text(errors="replace"))
+            if missing:
+                print(f"urd sandbox: rule {snakemake.rule} reached for paths its rule does not declare: "
+                      f"{', '.join(missing[:10])} (declare them as inputs or outputs of the rule; the job sees "
+                      "nothing else)", file=sys.stderr)
+        return code
+    finally:
+        plan.cleanup()
 
 
 def _flatten(items: Iterable) -> Iterable:

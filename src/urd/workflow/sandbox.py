@@ -1,0 +1,278 @@
+"""Hermetic jobs: a job's command runs where it sees only what its rule declares.
+
+Bazel's sandboxed actions are the model. :func:`urd.workflow.job.run` builds, from the job's
+declared inputs and outputs, a bubblewrap (``bwrap``) command line in Linux namespaces:
+
+- the system (``/usr``, ``/etc``, ...), the Python environment and the ``urd`` package, and the
+  source files of configured plug-ins, read-only; nothing else of the working tree;
+- every declared input read-only at its path;
+- each declared output's folder as a fresh, empty staging folder: when the command succeeds, the
+  declared outputs (and nothing else) are moved into place; when it fails, nothing is;
+- a fresh empty ``/tmp`` and ``$HOME``; no network, except for the jobs that fetch a checkpoint
+  or call a live LLM API (:data:`NETWORK`);
+- the LLM suites' work folder (replay cache, run stores) writable, for the jobs that keep one.
+
+So a session-B job cannot read session A's view, the episodes with their answers, another
+cell's outputs, or a stash in ``/tmp``, ``$HOME`` or beside the fiches: an undeclared path does
+not exist there, and the job fails naming it. ``sandbox`` in config: ``auto`` (on where user
+namespaces work, off with a one-line warning elsewhere), ``required`` (refuse to run without
+it, for published results) or ``off``. Inside, ``URD_SANDBOX`` says which, for provenance.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+MODES = ("auto", "required", "off")
+ENV = "URD_SANDBOX"  # inside a job: "bwrap" or "off (<why>)"
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt", "/sys")
+FIX = ("install bubblewrap (Debian and Ubuntu: apt-get install bubblewrap) on every machine that runs jobs, "
+       "with unprivileged user namespaces enabled (sysctl kernel.unprivileged_userns_clone=1 and "
+       "user.max_user_namespaces > 0), or set sandbox: auto (runs unsandboxed, labelled) or off")
+
+
+def _live(wildcards: Mapping) -> bool:
+    return wildcards.get("model", "scripted") != "scripted"
+
+
+#: The jobs that reach the network, and when: the checkpoint fetch, and an LLM suite on a live model.
+NETWORK = {"fetch_backbone": lambda wc: True, "agentmem_trip_vs_move": _live, "agentmem_update_gate": _live,
+           "planting_run": _live}
+#: The jobs that keep state in the LLM suites' work folder (``agentmem.work_dir``): the replay cache
+#: (a rerun never pays twice) and the run's own store.
+WORK_DIR_RULES = frozenset({"agentmem_trip_vs_move", "agentmem_update_gate", "planting_run"})
+#: The jobs whose output folders are bound in place, not staged: a checkpoint download resumes
+#: from the part file a killed job left beside its output.
+IN_PLACE_RULES = frozenset({"fetch_backbone"})
+
+
+class SandboxUnavailable(RuntimeError):
+    """``sandbox: required`` and no working bubblewrap here."""
+
+
+@lru_cache(maxsize=1)
+def unavailable() -> str | None:
+    """Why a sandbox cannot run here, or None when it can (tried once per process)."""
+    if not sys.platform.startswith("linux"):
+        return f"bubblewrap needs Linux namespaces ({sys.platform})"
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return "bwrap (bubblewrap) is not installed"
+    try:
+        proc = subprocess.run([bwrap, "--unshare-all", "--ro-bind", "/", "/", "true"], capture_output=True,
+                              text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap could not start: {exc}"
+    if proc.returncode != 0:
+        return f"bwrap cannot create namespaces here: {proc.stderr.strip() or proc.returncode}"
+    return None
+
+
+def mode_of(config: Mapping) -> str:
+    mode = config.get("sandbox", "auto")
+    mode = "off" if mode is False else mode  # YAML reads a bare `off` as false
+    if mode not in MODES:
+        raise ValueError(f"config sandbox: expected one of {list(MODES)}, got {mode!r}")
+    return mode
+
+
+def decide(mode: str) -> tuple[bool, str]:
+    """(sandboxed, label). Under ``required`` without bubblewrap: SandboxUnavailable, naming the fix."""
+    if mode == "off":
+        return False, "off (sandbox: off)"
+    why = unavailable()
+    if why is None:
+        return True, "bwrap"
+    if mode == "required":
+        raise SandboxUnavailable(f"urd sandbox: sandbox is required but {why} on {os.uname().nodename}; {FIX}")
+    print(f"urd sandbox: WARNING: running unsandboxed ({why}); outputs are labelled so", file=sys.stderr)
+    return False, f"off ({why})"
+
+
+def plugin_sources(config: Mapping) -> list[Path]:
+    """The source files (or package folders) of every configured plug-in: systems, stores and
+    planting strategies, found without importing them."""
+    specs = list((config.get("plugins") or {}).values())
+    agentmem = config.get("agentmem") or {}
+    specs += list(((agentmem.get("stores") or {}).get("plugins") or {}).values())
+    specs += [a["strategy"] for a in ((agentmem.get("planting") or {}).get("arms") or {}).values()
+              if isinstance(a, Mapping) and "strategy" in a]
+    out = []
+    for spec in specs:
+        top = str(spec).partition(":")[0].split(".")[0]
+        try:
+            found = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            found = None
+        if found is None or not found.origin or found.origin in ("built-in", "frozen"):
+            continue  # resolving it is the registry's job, which names what is wrong
+        path = Path(found.origin)
+        out.append(path.parent if path.name == "__init__.py" else path)
+    return out
+
+
+@dataclass
+class Plan:
+    """One job's sandbox: what is bound where, and where its outputs are staged."""
+
+    workdir: Path
+    inputs: list[Path]
+    outputs: list[Path]
+    network: bool
+    writable: list[Path] = field(default_factory=list)
+    readonly: list[Path] = field(default_factory=list)
+    in_place: bool = False
+    staging_root: Path | None = None
+    staged: dict[Path, Path] = field(default_factory=dict)  # real output folder -> its staging folder
+
+    def stage(self) -> None:
+        if self.in_place:
+            self.staged = {folder: folder for folder in sorted({o.parent for o in self.outputs})}
+            return
+        self.staging_root = self.workdir / ".snakemake" / "sandbox" / uuid.uuid4().hex
+        for folder in sorted({o.parent for o in self.outputs}, key=lambda p: len(p.parts)):
+            staging = self.staging_root / f"{len(self.staged)}"
+            staging.mkdir(parents=True)
+            self.staged[folder] = staging
+
+    def command(self, inner: list[str]) -> list[str]:
+        home = os.environ.get("HOME") or "/root"
+        args = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--unshare-all", "--new-session"]
+        if self.network:
+            args += ["--share-net"]
+        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", home]
+        for gpu in sorted(Path("/dev").glob("nvidia*")):
+            args += ["--dev-bind", str(gpu), str(gpu)]
+        for d in SYSTEM_DIRS:
+            if Path(d).exists():
+                args += ["--ro-bind", d, d]
+        for p in _python_paths() + self.readonly:
+            args += ["--ro-bind", str(p), str(p)]
+        for folder, staging in self.staged.items():  # shallowest first: a deeper folder mounts on top
+            args += ["--bind", str(staging), str(folder)]
+        for p in self.writable:
+            p.mkdir(parents=True, exist_ok=True)
+            args += ["--bind", str(p), str(p)]
+        for p in self.inputs:  # last: an input inside an output's folder is seen through its staging
+            args += ["--ro-bind", str(p.resolve()), str(p)]
+        from ..core.provenance import COMMIT_ENV, git_commit
+
+        commit = git_commit(self.workdir)  # .git stays outside: the job's provenance still names the commit
+        if commit:
+            args += ["--setenv", COMMIT_ENV, commit]
+        return [*args, "--setenv", "HOME", home, "--setenv", "TMPDIR", "/tmp", "--setenv", ENV, "bwrap",
+                "--setenv", "PYTHONDONTWRITEBYTECODE", "1", "--chdir", str(self.workdir), "--", *inner]
+
+    def collect(self) -> list[str]:
+        """Move the declared outputs into place; return what else the job wrote (discarded)."""
+        if self.in_place:
+            return []
+        for out in self.outputs:
+            staged = self.staged[out.parent] / out.name
+            if staged.exists() or staged.is_symlink():
+                if out.is_dir() and not out.is_symlink():
+                    shutil.rmtree(out)
+                os.replace(staged, out)
+        stray = []
+        declared = {(self.staged[o.parent] / o.name) for o in self.outputs}
+        inputs = {self.staged[f] / p.relative_to(f) for p in self.inputs for f in self.staged if _under(p, f)}
+        for staging in self.staged.values():
+            for p in sorted(staging.rglob("*")):
+                if p.is_file() and p not in declared and p not in inputs and not _under_any(p, declared):
+                    stray.append(str(p.relative_to(staging)))
+        return stray
+
+    def cleanup(self) -> None:
+        if self.staging_root is not None:
+            shutil.rmtree(self.staging_root, ignore_errors=True)
+
+
+def _under(p: Path, folder: Path) -> bool:
+    try:
+        p.relative_to(folder)
+    except ValueError:
+        return False
+    return True
+
+
+def _under_any(p: Path, folders: Iterable[Path]) -> bool:
+    return any(_under(p, f) for f in folders)
+
+
+def _python_paths() -> list[Path]:
+    """The interpreter, the environment, the standard library and site-packages, and the urd
+    package itself, read-only (the working tree around them stays out)."""
+    import urd
+
+    cwd = Path.cwd().resolve()
+    found = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix), Path(urd.__file__).resolve().parent}
+    for entry in sys.path:
+        p = Path(entry or ".").resolve()
+        if p.exists() and not (p == cwd or _under(cwd, p)) and not _under(p, cwd / ".snakemake"):
+            found.add(p)
+    exe = Path(sys.executable)
+    found.add(exe.parent)
+    found.add(exe.resolve().parent)
+    keep = sorted({p for p in found if p.exists() and not any(str(p).startswith(d + "/") for d in SYSTEM_DIRS)},
+                  key=lambda p: len(p.parts))
+    return [p for i, p in enumerate(keep) if not any(_under(p, q) for q in keep[:i])]
+
+
+def plan_for(snakemake, *, workdir: Path | None = None) -> Plan:
+    """The sandbox of one Snakemake job, from its declared inputs, outputs and rule."""
+    workdir = (workdir or Path.cwd()).resolve()
+
+    def absolute(paths) -> list[Path]:
+        # where the job looks (symbolic links kept: the job opens the path, not its target)
+        return [Path(os.path.abspath(workdir / str(p))) for p in paths]
+
+    inputs = [p for p in absolute(_flat(snakemake.input)) if p.exists()]
+    outputs = absolute(_flat(snakemake.output))
+    rule = snakemake.rule
+    config = snakemake.config
+    network = NETWORK.get(rule, lambda wc: False)(dict(snakemake.wildcards.items()))
+    writable = []
+    if rule in WORK_DIR_RULES:
+        writable.append((workdir / str(config.get("agentmem", {}).get("work_dir", "artifacts/agentmem"))).resolve())
+    return Plan(workdir, inputs, outputs, network, writable=writable, readonly=plugin_sources(config),
+                in_place=rule in IN_PLACE_RULES)
+
+
+def _flat(items) -> list[str]:
+    out = []
+    for item in items:
+        if isinstance(item, (list, tuple)):
+            out += _flat(item)
+        else:
+            out.append(str(item))
+    return out
+
+
+_MISSING = re.compile(r"(?:No such file or directory|Read-only file system|Permission denied): '([^']+)'")
+
+
+def undeclared(log_text: str) -> list[str]:
+    """Paths an error in the log names as missing or not writable: the undeclared reads and
+    writes a sandboxed job tried."""
+    return sorted(set(_MISSING.findall(log_text)))
+
+
+def run_inner(target: str, argv: list[str]) -> int:
+    """Inside the sandbox: ``module:function`` called with the argument list."""
+    module, _, name = target.partition(":")
+    main = getattr(importlib.import_module(module), name)
+    return int(main(argv) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(run_inner(sys.argv[1], sys.argv[2:]))
