@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-WORKFLOW_FILES = ["Snakefile", "rules", "scripts", "config", "calibration", "profiles"]
+WORKFLOW_FILES = ["Snakefile", "rules", "scripts", "envs", "config", "calibration", "profiles"]
 
 
 def build(mode: str, target: str, cores: int) -> tuple[float, int, dict]:

@@ -23,13 +23,10 @@ def repo() -> Path:
     return REPO
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the group marks
 def pytest_collection_modifyitems(items):
-    """Every test on the one SLURM test cluster runs on the same xdist worker: a second worker
-    would try to start a second cluster."""
-    for item in items:
-        if "slurm_cluster" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("slurm"))
+    """The tests that run Snakemake start first: on the xdist workers, the long ones overlap
+    instead of trailing at the end (the order of the rest is kept)."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 _RUNNING = {"slow": True}

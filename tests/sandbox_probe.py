@@ -29,6 +29,14 @@ def main(argv: list[str]) -> int:
                     found[action] = s.recv(64).decode()
             elif verb == "env":
                 found[action] = os.environ.get(arg)
+            elif verb == "symlink":  # leave a link among the outputs: ARG is its target
+                out.unlink(missing_ok=True)
+                out.symlink_to(arg)
+                print(f"probe linked {out}", file=sys.stderr)
+                return 0
+            elif verb == "stdout":
+                print(arg, flush=True)
+                found[action] = "printed"
         except OSError as exc:
             found[action] = f"error: {type(exc).__name__}"
     out.write_text(json.dumps(found, sort_keys=True))

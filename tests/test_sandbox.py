@@ -166,3 +166,19 @@ def test_a_sandboxed_job_still_names_the_commit_it_ran_at(cell):
     code, found, log = run_job(wd, ["env:URD_GIT_COMMIT", "listdir:."], inputs=["data/t1.session_b.jsonl"])
     assert code == 0, log
     assert found["env:URD_GIT_COMMIT"] == head and ".git" not in found["listdir:."]
+
+
+def test_a_job_cannot_hand_the_next_one_a_link_or_a_secret(cell, tmp_path):
+    """A link among the outputs would hand the next job its target: the job fails, nothing kept.
+    Standard output goes to the job's log, and the API key stays with the jobs that have the network."""
+    wd, _, _ = cell
+    code, _, log = run_job(wd, ["symlink:" + str(wd / "data/t1.jsonl")])
+    assert code == 1 and "is or holds a symbolic link" in log
+    assert not (wd / "results/cell/raw.json").exists() and not (wd / "results/cell/raw.json").is_symlink()
+    secret = {"ANTHROPIC_API_KEY": "sk-ant-not-for-session-b"}
+    code, found, log = run_job(wd, ["env:ANTHROPIC_API_KEY", "stdout:printed by the job"], env=secret)
+    assert code == 0 and found["env:ANTHROPIC_API_KEY"] is None
+    assert "printed by the job" in log
+    live = run_job(wd, ["env:ANTHROPIC_API_KEY"], rule="planting_run", wildcards={"model": "claude-sonnet-5-5"},
+                   env=secret)[1]
+    assert live["env:ANTHROPIC_API_KEY"] == "sk-ant-not-for-session-b"

@@ -136,7 +136,11 @@ def test_a_summary_says_whether_its_cells_are_all_sandboxed_or_mixed():
 
     recs = [{"sandbox_consolidate": "bwrap", "sandbox_answer": "bwrap", "sandbox_judge": "bwrap"},
             {"sandbox_answer": "off (sandbox: off)"}]
-    assert sandbox_labels(recs) == ["bwrap", "off (sandbox: off)"] and sandbox_labels([{}]) == []
+    assert sandbox_labels(recs) == ["bwrap", "off (sandbox: off)"] and sandbox_labels([{}]) == ["unlabelled"]
+    # cells without labels never make a sandboxed summary read "every job sandboxed"
+    bare = {"control": {"t1": {"sandbox": sandbox_labels([{}])}}, "cells": {}}
+    assert sandbox_summary(bare, "bwrap") == {"summary": "bwrap", "cells": {"unlabelled": 1}, "all_sandboxed": False,
+                                              "mixed": True}
     figures = {"control": {"t1": {"sandbox": ["bwrap"]}}, "cells": {"s": {"t1": {"over": {"sandbox": ["bwrap"]}}}}}
     assert sandbox_summary(figures, "bwrap") == {"summary": "bwrap", "cells": {"bwrap": 2}, "all_sandboxed": True,
                                                  "mixed": False}

@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.slow, needs_sandbox()]  # every test here runs Snakema
 CELL = "results/urd/tiny/exfiltrate/t1/over/responses.jsonl"
 ANSWER_LOG = "logs/urd/tiny/exfiltrate/t1/over.answer.log"
 CONSOLIDATE_LOG = "logs/urd/tiny/exfiltrate/t1/over.consolidate.log"
-READS = ("tmp", "home", "beside_fiches", "socket", "session_a_view", "episodes")
+READS = ("tmp", "home", "beside_fiches", "socket", "session_a_view", "episodes", "other_cells")
 
 
 class StashServer:
@@ -54,6 +54,10 @@ def attack(workflow, tmp_path, monkeypatch):
     (workflow / "attack.yaml").write_text("plugins: {exfiltrate: 'cheats:Exfiltrate'}\nsystems: [exfiltrate]\n"
                                           "evaluate_episodes: 1\nevaluate_queries: 4\n")
     server.tmp_stash = Path(f"/tmp/urd-exfiltrate-{server.port}.json")
+    # another cell's judged replies, with their expected answers, already on disk
+    other = workflow / "results/urd/tiny/control/t1/responses.jsonl"
+    other.parent.mkdir(parents=True)
+    other.write_text(json.dumps({"query_id": "t1-e000-q00", "expected": "ANSWER"}) + "\n")
     yield workflow, home, server
     server.tmp_stash.unlink(missing_ok=True)
     server.srv.close()
@@ -73,7 +77,6 @@ def test_under_required_every_channel_is_closed_and_the_cell_earns_nothing(attac
     assert {r["sandbox_consolidate"] for r in replies} == {r["sandbox_answer"] for r in replies} == {"bwrap"}
     read = outcomes((wf / ANSWER_LOG).read_text())
     assert all(read[f"read {c}"].startswith("error") for c in READS), read
-    assert read["read other_cells"].startswith("error")
     # what session A wrote went nowhere session B or anyone else can see
     wrote = outcomes((wf / CONSOLIDATE_LOG).read_text())
     assert wrote["write socket"].startswith("error") and server.puts == 0

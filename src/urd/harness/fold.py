@@ -44,8 +44,9 @@ SANDBOX_KEYS = ("sandbox_consolidate", "sandbox_answer", "sandbox_judge")
 
 def sandbox_labels(records: list[dict]) -> list[str]:
     """How the jobs behind these responses ran (urd.workflow.sandbox): ["bwrap"] when every one
-    was sandboxed; responses written before the label existed have none."""
-    return sorted({r[k] for r in records for k in SANDBOX_KEYS if k in r})
+    was sandboxed; a response without any label (written before labels existed, or not by the
+    workflow) counts as "unlabelled", never as sandboxed."""
+    return sorted({lab for r in records for lab in ([r[k] for k in SANDBOX_KEYS if k in r] or ["unlabelled"])})
 
 
 def sandbox_summary(figures: dict, own: str) -> dict:

@@ -25,11 +25,14 @@ from pathlib import Path
 from ..core.errors import UrdError
 from ..core.io import atomic_write_jsonl, read_jsonl
 
+_STARTED_AS: list[str] = []  # the label as the command found it when it started
+
 
 def sandbox_label() -> str:
     """How this process was run: in the job sandbox ("bwrap"), or not (and why); recorded in
-    every fiche and reply it writes (urd.workflow.sandbox)."""
-    return os.environ.get("URD_SANDBOX", "off (not run by the workflow)")
+    every fiche and reply it writes (urd.workflow.sandbox). Read when the command starts
+    (`main`), before any plug-in is imported: a plug-in runs in this process."""
+    return _STARTED_AS[0] if _STARTED_AS else os.environ.get("URD_SANDBOX", "off (not run by the workflow)")
 
 
 def _labelled(records: list[dict], key: str = "sandbox") -> list[dict]:
@@ -182,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     p["judge"].add_argument("--raw", required=True)
     p["judge"].add_argument("--fiches", help="the cell's fiches (absent for the control)")
     args = ap.parse_args(argv)
+    _STARTED_AS[:] = [os.environ.get("URD_SANDBOX", "off (not run by the workflow)")]
     spec = json.loads(args.spec)
     try:
         from ..core.verify import check_stamps

@@ -1,25 +1,48 @@
 """The layer the workflow imports: everything the Snakefile and rules need while the DAG is
 built (paths, specs, digests, estimates, validation), with nothing heavy behind it: no torch, no
-model, no network. Jobs reach the package through the scripts in ``scripts/`` (:mod:`.job`)."""
+model, no network. Jobs reach the package through the scripts in ``scripts/`` (:mod:`.job`).
 
-from ..agentmem import smk as agentmem
-from ..core.config import config_digest, validate_config, validate_section
-from ..core.errors import UrdError
-from ..core.manifest import read_manifest
-from ..core.provenance import code_digest
-from ..cost.estimate import cell_cpu_seconds, controls_cpu_seconds, tune_resources
-from ..cost.spend import register_spend_preview
-from ..data.calibrate import data_spec
-from ..data.views import view_path
-from ..harness.run import cell_spec
-from ..replay import plan as replay_plan
-from ..systems.registry import resolve as resolve_system
-from ..systems.registry import system_module
-from ..tables import targets as tables
+Names resolve on first use (PEP 562): a job's script imports :mod:`.job` alone, so a job does not
+pay for the DAG-time helpers (and a sandboxed job's wrapper stays light)."""
 
-__all__ = [
-    "UrdError", "agentmem", "cell_cpu_seconds", "cell_spec", "code_digest", "config_digest",
-    "controls_cpu_seconds", "data_spec", "read_manifest", "register_spend_preview", "replay_plan",
-    "resolve_system", "system_module", "tables", "tune_resources", "validate_config",
-    "validate_section", "view_path",
-]
+from __future__ import annotations
+
+import importlib
+
+#: name -> (module, attribute); attribute None: the module itself
+_NAMES = {
+    "UrdError": ("urd.core.errors", "UrdError"),
+    "agentmem": ("urd.agentmem.smk", None),
+    "cell_cpu_seconds": ("urd.cost.estimate", "cell_cpu_seconds"),
+    "cell_spec": ("urd.harness.run", "cell_spec"),
+    "code_digest": ("urd.core.provenance", "code_digest"),
+    "config_digest": ("urd.core.config", "config_digest"),
+    "controls_cpu_seconds": ("urd.cost.estimate", "controls_cpu_seconds"),
+    "data_spec": ("urd.data.calibrate", "data_spec"),
+    "read_manifest": ("urd.core.manifest", "read_manifest"),
+    "register_spend_preview": ("urd.cost.spend", "register_spend_preview"),
+    "replay_plan": ("urd.replay.plan", None),
+    "resolve_system": ("urd.systems.registry", "resolve"),
+    "system_module": ("urd.systems.registry", "system_module"),
+    "tables": ("urd.tables.targets", None),
+    "tune_resources": ("urd.cost.estimate", "tune_resources"),
+    "validate_config": ("urd.core.config", "validate_config"),
+    "validate_section": ("urd.core.config", "validate_section"),
+    "view_path": ("urd.data.views", "view_path"),
+}
+
+__all__ = sorted(_NAMES)
+
+
+def __getattr__(name: str):
+    if name not in _NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attr = _NAMES[name]
+    value = importlib.import_module(module)
+    value = value if attr is None else getattr(value, attr)
+    globals()[name] = value  # resolved once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_NAMES})

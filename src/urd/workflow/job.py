@@ -55,9 +55,14 @@ def _sandboxed(snakemake, main: Callable, args: list[str]) -> int:
     try:
         inner = [sys.executable, "-c", _INNER, f"{main.__module__}:{main.__name__}", *args]
         sys.stderr.flush()
-        code = subprocess.run(plan.command(inner)).returncode
+        # stdout goes to the log too: a job must not leave anything where the next one could read it
+        code = subprocess.run(plan.command(inner), stdin=subprocess.DEVNULL, stdout=2).returncode
         if code == 0:
-            stray = plan.collect()
+            try:
+                stray = plan.collect()
+            except sandbox.SandboxViolation as exc:
+                print(f"{exc}; rule {snakemake.rule}: outputs not kept", file=sys.stderr)
+                return 1
             if stray:
                 print(f"urd sandbox: rule {snakemake.rule} wrote beside its declared outputs, discarded: "
                       f"{', '.join(stray[:10])}", file=sys.stderr)

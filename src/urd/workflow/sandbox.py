@@ -35,7 +35,7 @@ from pathlib import Path
 
 MODES = ("auto", "required", "off")
 ENV = "URD_SANDBOX"  # inside a job: "bwrap" or "off (<why>)"
-SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt", "/sys")
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/sys")
 FIX = ("install bubblewrap (Debian and Ubuntu: apt-get install bubblewrap) on every machine that runs jobs, "
        "with unprivileged user namespaces enabled (sysctl kernel.unprivileged_userns_clone=1 and "
        "user.max_user_namespaces > 0), or set sandbox: auto (runs unsandboxed, labelled) or off")
@@ -60,6 +60,18 @@ class SandboxUnavailable(RuntimeError):
     """``sandbox: required`` and no working bubblewrap here."""
 
 
+class SandboxViolation(RuntimeError):
+    """A job left something among its outputs that no job may hand the next (a symbolic link)."""
+
+
+#: What a job's environment keeps (prefixes); the rest of the caller's environment stays out.
+PASSED_ENV = ("PATH", "LANG", "LC_", "TZ", "TERM", "PYTHONPATH", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "OMP_",
+              "MKL_", "OPENBLAS_", "CUDA_", "NVIDIA_", "SLURM_", "HF_", "HUGGINGFACE_", "URD_", "TORCH",
+              "SSL_CERT_", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NO_PROXY", "no_proxy")
+#: What only a job with the network gets: the LLM API's key and endpoint, proxies.
+NETWORK_ENV = ("ANTHROPIC_", "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
+
+
 @lru_cache(maxsize=1)
 def unavailable() -> str | None:
     """Why a sandbox cannot run here, or None when it can (tried once per process)."""
@@ -69,8 +81,9 @@ def unavailable() -> str | None:
     if bwrap is None:
         return "bwrap (bubblewrap) is not installed"
     try:
-        proc = subprocess.run([bwrap, "--unshare-all", "--ro-bind", "/", "/", "true"], capture_output=True,
-                              text=True, timeout=30)
+        # the flags every job's sandbox uses: where /proc cannot be mounted (some containers), none can run
+        proc = subprocess.run([bwrap, "--unshare-all", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev",
+                               "--tmpfs", "/tmp", "true"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bwrap could not start: {exc}"
     if proc.returncode != 0:
@@ -147,42 +160,65 @@ class Plan:
 
     def command(self, inner: list[str]) -> list[str]:
         home = os.environ.get("HOME") or "/root"
-        args = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--unshare-all", "--new-session"]
+        args = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--unshare-all", "--new-session",
+                "--clearenv"]
         if self.network:
             args += ["--share-net"]
-        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", home]
+        args += ["--proc", "/proc", "--dev", "/dev"]
         for gpu in sorted(Path("/dev").glob("nvidia*")):
             args += ["--dev-bind", str(gpu), str(gpu)]
         for d in SYSTEM_DIRS:
             if Path(d).exists():
                 args += ["--ro-bind", d, d]
+        if self.network:  # name resolution where /etc/resolv.conf points elsewhere (systemd-resolved)
+            resolv = Path("/etc/resolv.conf")
+            if resolv.is_symlink() and not _under(resolv.resolve(), Path("/etc")):
+                args += ["--ro-bind", str(resolv.resolve().parent), str(resolv.resolve().parent)]
+        # after the system: a fresh /tmp and $HOME, whatever folder they live under
+        args += ["--tmpfs", "/tmp", "--tmpfs", home]
         for p in _python_paths() + self.readonly:
             args += ["--ro-bind", str(p), str(p)]
-        for folder, staging in self.staged.items():  # shallowest first: a deeper folder mounts on top
-            args += ["--bind", str(staging), str(folder)]
         for p in self.writable:
             p.mkdir(parents=True, exist_ok=True)
             args += ["--bind", str(p), str(p)]
-        for p in self.inputs:  # last: an input inside an output's folder is seen through its staging
-            args += ["--ro-bind", str(p.resolve()), str(p)]
+        # the job's own files, shallowest first, so that a deeper mount lands on top: an input
+        # inside an output's folder is seen through that folder's staging, a staging folder
+        # inside an input folder replaces that part of it
+        mounts = [(len(f.parts), 0, ["--bind", str(st), str(f)]) for f, st in self.staged.items()]
+        mounts += [(len(p.parts), 1, ["--ro-bind", str(p.resolve()), str(p)]) for p in self.inputs]
+        for _, _, mount in sorted(mounts, key=lambda m: (m[0], m[1])):
+            args += mount
         from ..core.provenance import COMMIT_ENV, git_commit
 
+        env = {k: v for k, v in os.environ.items() if k.startswith(PASSED_ENV)}
+        if self.network:  # the API key goes only where the API can be reached
+            env.update({k: v for k, v in os.environ.items() if k.startswith(NETWORK_ENV)})
+        env.update({"HOME": home, "TMPDIR": "/tmp", ENV: "bwrap", "PYTHONDONTWRITEBYTECODE": "1"})
         commit = git_commit(self.workdir)  # .git stays outside: the job's provenance still names the commit
         if commit:
-            args += ["--setenv", COMMIT_ENV, commit]
-        return [*args, "--setenv", "HOME", home, "--setenv", "TMPDIR", "/tmp", "--setenv", ENV, "bwrap",
-                "--setenv", "PYTHONDONTWRITEBYTECODE", "1", "--chdir", str(self.workdir), "--", *inner]
+            env[COMMIT_ENV] = commit
+        for k, v in sorted(env.items()):
+            args += ["--setenv", k, v]
+        return [*args, "--chdir", str(self.workdir), "--", *inner]
 
     def collect(self) -> list[str]:
-        """Move the declared outputs into place; return what else the job wrote (discarded)."""
+        """Move the declared outputs into place; return what else the job wrote (discarded).
+        A symbolic link among the outputs is refused: the next job would be handed its target."""
         if self.in_place:
             return []
         for out in self.outputs:
             staged = self.staged[out.parent] / out.name
-            if staged.exists() or staged.is_symlink():
+            links = [staged] if staged.is_symlink() else [p for p in staged.rglob("*") if p.is_symlink()] \
+                if staged.is_dir() else []
+            if links:
+                raise SandboxViolation(f"urd sandbox: output {out} is or holds a symbolic link "
+                                       f"({links[0].relative_to(staged.parent)}); outputs must be plain files")
+        for out in self.outputs:
+            staged = self.staged[out.parent] / out.name
+            if staged.exists():
                 if out.is_dir() and not out.is_symlink():
                     shutil.rmtree(out)
-                os.replace(staged, out)
+                shutil.move(str(staged), str(out))  # a rename, or a copy where results/ is on another disk
         stray = []
         declared = {(self.staged[o.parent] / o.name) for o in self.outputs}
         inputs = {self.staged[f] / p.relative_to(f) for p in self.inputs for f in self.staged if _under(p, f)}
