@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..core.errors import UrdError
 from ..core.io import atomic_write_json
+from ..core.provenance import SANDBOX_ENV
 from ..cost import agentmem as estimate_mod
 from ..stores.reference.gates import GATES
 from ..stores.registry import REFERENCE
@@ -108,7 +109,7 @@ def _settings(args) -> settings_mod.Settings:
 def with_sandbox_label(report: dict) -> dict:
     """A report a workflow job wrote says whether that job ran in the sandbox (urd.workflow.sandbox);
     one written by hand carries no label, so its bytes are the suite's alone."""
-    label = os.environ.get("URD_SANDBOX")
+    label = os.environ.get(SANDBOX_ENV)
     return {**report, "sandbox": label} if label else report
 
 

@@ -8,8 +8,10 @@ from pathlib import Path
 
 from ..core.errors import InputError
 from ..core.io import atomic_write_text, sha256_file
+from ..core.provenance import NOT_BY_THE_WORKFLOW
 from ..stores.registry import REFERENCE
 from ..tables.render import Doc, csv_text
+from ..tables.sources import sandbox_line
 from .trip_vs_move import EVENT_CHECK
 
 HEADER = ["store", "model", "case", "variant", "runs passed", "a home", "b trip", "i no Delhi home", "ii restatements",
@@ -96,14 +98,9 @@ def document(trip_reports, gate_reports) -> Doc:
     table = rows(trip_reports, gate_reports)
     doc.table(HEADER, table, "llll" + "r" * (len(HEADER) - 4))
     doc.heading("Sources")
-    doc.bullets([f"{p} (SHA-256 {sha256_file(p)}; {_sandbox(r)})" for p, r in [*trip_reports, *gate_reports]])
+    doc.bullets([f"{p} (SHA-256 {sha256_file(p)}; {sandbox_line(r.get('sandbox') or NOT_BY_THE_WORKFLOW)})"
+                 for p, r in [*trip_reports, *gate_reports]])
     return doc
-
-
-def _sandbox(report: dict) -> str:
-    """How the report's job ran (urd.workflow.sandbox); a report made by hand carries no label."""
-    label = report.get("sandbox")
-    return "sandboxed (bwrap)" if label == "bwrap" else f"NOT sandboxed: {label or 'not run by the workflow'}"
 
 
 def write(trip_paths: Sequence[Path], gate_paths: Sequence[Path], *, md: Path, csv: Path, html: Path | None = None) -> None:

@@ -18,7 +18,6 @@ import platform
 import subprocess
 import sysconfig
 from functools import cache
-from importlib import metadata
 from pathlib import Path
 
 from .io import sha256_file
@@ -148,6 +147,13 @@ def _package_data(name: str, folder: Path) -> list[tuple[str, Path]]:
 
 
 COMMIT_ENV = "URD_GIT_COMMIT"  # set by the job wrapper for a sandboxed job, which cannot see .git
+SANDBOX_ENV = "URD_SANDBOX"  # set by the job wrapper: "bwrap", or "off (<why>)" (urd.workflow.sandbox)
+NOT_BY_THE_WORKFLOW = "off (not run by the workflow)"
+
+
+def sandbox_label() -> str:
+    """How this process was run: in the job sandbox ("bwrap"), or not and why."""
+    return os.environ.get(SANDBOX_ENV, NOT_BY_THE_WORKFLOW)
 
 
 def git_commit(cwd: str | Path = ".") -> str | None:
@@ -163,6 +169,8 @@ def git_commit(cwd: str | Path = ".") -> str | None:
 
 
 def package_versions() -> dict[str, str]:
+    from importlib import metadata  # here, not at import: every job's wrapper imports this module
+
     out = {"python": platform.python_version()}
     for name in PACKAGES:
         try:

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
+from ..core import provenance
 from ..core.errors import UrdError
 from ..core.io import atomic_write_jsonl, read_jsonl
 
@@ -29,10 +29,10 @@ _STARTED_AS: list[str] = []  # the label as the command found it when it started
 
 
 def sandbox_label() -> str:
-    """How this process was run: in the job sandbox ("bwrap"), or not (and why); recorded in
-    every fiche and reply it writes (urd.workflow.sandbox). Read when the command starts
-    (`main`), before any plug-in is imported: a plug-in runs in this process."""
-    return _STARTED_AS[0] if _STARTED_AS else os.environ.get("URD_SANDBOX", "off (not run by the workflow)")
+    """How this process was run (urd.core.provenance.sandbox_label), recorded in every fiche and
+    reply it writes; read when the command starts (`main`), before any plug-in is imported: a
+    plug-in runs in this process."""
+    return _STARTED_AS[0] if _STARTED_AS else provenance.sandbox_label()
 
 
 def _labelled(records: list[dict], key: str = "sandbox") -> list[dict]:
@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     p["judge"].add_argument("--raw", required=True)
     p["judge"].add_argument("--fiches", help="the cell's fiches (absent for the control)")
     args = ap.parse_args(argv)
-    _STARTED_AS[:] = [os.environ.get("URD_SANDBOX", "off (not run by the workflow)")]
+    _STARTED_AS[:] = [provenance.sandbox_label()]
     spec = json.loads(args.spec)
     try:
         from ..core.verify import check_stamps

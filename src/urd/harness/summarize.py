@@ -19,7 +19,8 @@ from pathlib import Path
 
 from ..core.errors import InputError, UrdError
 from ..core.io import atomic_write_json, read_jsonl, sha256_file
-from .fold import fold, verdict_drift
+from .fold import fold, sandbox_summary, verdict_drift
+from .run import sandbox_label
 
 
 def cell_key(path: Path) -> tuple:
@@ -117,8 +118,6 @@ def main(argv: list[str] | None = None) -> int:
                      if any(c["out_of_contract"] for splits in tasks.values() for c in splits.values()))
         prov = provenance(args)
         prov["inputs"] = {"responses": _relative(args.responses, root), "fiches": _relative(args.fiches, root)}
-        from .fold import sandbox_summary
-        from .run import sandbox_label
         prov["sandbox"] = sandbox_summary(figs, sandbox_label())
         summary = {"scale": args.scale, **figs, "out_of_contract_systems": ooc, "provenance": prov}
     except UrdError as exc:

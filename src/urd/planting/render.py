@@ -6,7 +6,9 @@ from pathlib import Path
 
 from ..core.errors import InputError
 from ..core.io import atomic_write_text, sha256_file
+from ..core.provenance import NOT_BY_THE_WORKFLOW
 from ..tables.render import Doc, csv_text
+from ..tables.sources import sandbox_line
 from .world import PLANTS
 
 HEADER = ["model", "arm", "prompt tokens (median)", "wound", "promise", "identity", "unplanted hits", "net hits",
@@ -106,8 +108,7 @@ def document(reports: list[tuple[str, dict]]) -> Doc:
                          f"summarised, terms {lay['current_terms']} verbatim")
         if rep.get("scripted_note"):
             facts.append(rep["scripted_note"])
-        facts.append("run in the job sandbox (bwrap)" if rep.get("sandbox") == "bwrap"
-                     else f"NOT sandboxed: {rep.get('sandbox') or 'not run by the workflow'}")
+        facts.append(sandbox_line(rep.get("sandbox") or NOT_BY_THE_WORKFLOW))
         doc.bullets(facts)
         credits = [f"{c['factor']} ({c['from']} -> {c['to']}): net hits {c['credit']['net_hits']:+d} "
                    f"({_ci(c['intervals']['net_hits'])}); per 1K tokens {_signed(c['net_hits_per_1k_tokens'])} "

@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
 
         from ..backbone.rwkv7_torch import RWKV7
         from ..backbone.tokenizer import encode
-        from ..core.provenance import code_digest
+        from ..core.provenance import code_digest, sandbox_label
 
         started = time.monotonic()
         cpu0 = time.process_time()
@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
             "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
             "slurm_partition": os.environ.get("SLURM_JOB_PARTITION"),
             "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-            "sandbox": os.environ.get("URD_SANDBOX", "off (not run by the workflow)"),
+            "sandbox": sandbox_label(),
         }
         digest = write_artifact(args.out_dir, state.cpu().numpy(), costs)
     except UrdError as exc:

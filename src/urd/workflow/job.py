@@ -30,7 +30,7 @@ def run(snakemake, main: Callable[[list[str]], int], argv: Iterable) -> None:
     The command runs in the job's sandbox (:mod:`.sandbox`, per ``sandbox`` in config): it sees
     the declared inputs, writes the declared outputs, and nothing else of the working tree.
     """
-    args = [str(a) for a in _flatten(argv)]
+    args = sandbox.flatten(argv)
     if snakemake.log:
         log = Path(snakemake.log[0])
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -75,11 +75,3 @@ def _sandboxed(snakemake, main: Callable, args: list[str]) -> int:
         return code
     finally:
         plan.cleanup()
-
-
-def _flatten(items: Iterable) -> Iterable:
-    for item in items:
-        if isinstance(item, (list, tuple)):  # Snakemake's Namedlist is a list
-            yield from _flatten(item)
-        else:
-            yield item

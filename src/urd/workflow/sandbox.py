@@ -33,8 +33,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from ..core.provenance import SANDBOX_ENV
+
 MODES = ("auto", "required", "off")
-ENV = "URD_SANDBOX"  # inside a job: "bwrap" or "off (<why>)"
+ENV = SANDBOX_ENV  # inside a job: "bwrap" or "off (<why>)"
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/sys")
 FIX = ("install bubblewrap (Debian and Ubuntu: apt-get install bubblewrap) on every machine that runs jobs, "
        "with unprivileged user namespaces enabled (sysctl kernel.unprivileged_userns_clone=1 and "
@@ -272,8 +274,8 @@ def plan_for(snakemake, *, workdir: Path | None = None) -> Plan:
         # where the job looks (symbolic links kept: the job opens the path, not its target)
         return [Path(os.path.abspath(workdir / str(p))) for p in paths]
 
-    inputs = [p for p in absolute(_flat(snakemake.input)) if p.exists()]
-    outputs = absolute(_flat(snakemake.output))
+    inputs = [p for p in absolute(flatten(snakemake.input)) if p.exists()]
+    outputs = absolute(flatten(snakemake.output))
     rule = snakemake.rule
     config = snakemake.config
     network = NETWORK.get(rule, lambda wc: False)(dict(snakemake.wildcards.items()))
@@ -284,13 +286,11 @@ def plan_for(snakemake, *, workdir: Path | None = None) -> Plan:
                 in_place=rule in IN_PLACE_RULES)
 
 
-def _flat(items) -> list[str]:
+def flatten(items: Iterable) -> list[str]:
+    """Snakemake's named lists (and nested lists) as one list of strings."""
     out = []
     for item in items:
-        if isinstance(item, (list, tuple)):
-            out += _flat(item)
-        else:
-            out.append(str(item))
+        out += flatten(item) if isinstance(item, (list, tuple)) else [str(item)]
     return out
 
 
@@ -301,14 +301,3 @@ def undeclared(log_text: str) -> list[str]:
     """Paths an error in the log names as missing or not writable: the undeclared reads and
     writes a sandboxed job tried."""
     return sorted(set(_MISSING.findall(log_text)))
-
-
-def run_inner(target: str, argv: list[str]) -> int:
-    """Inside the sandbox: ``module:function`` called with the argument list."""
-    module, _, name = target.partition(":")
-    main = getattr(importlib.import_module(module), name)
-    return int(main(argv) or 0)
-
-
-if __name__ == "__main__":
-    sys.exit(run_inner(sys.argv[1], sys.argv[2:]))
