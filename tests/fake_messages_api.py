@@ -12,7 +12,7 @@ from urd.llm import Request
 class FakeMessagesAPI:
     """Answers /v1/messages from the scripted table; usage is a quarter-token per byte."""
 
-    def __init__(self, responder=None, *, answered_model=None, fail_first=()):
+    def __init__(self, responder=None, *, answered_model=None, fail_first=(), batch_polls=0):
         if responder is None:
             from urd.agentmem.scripted import ScriptedResponder, ScriptedTable
 
@@ -22,6 +22,9 @@ class FakeMessagesAPI:
         self.fail_first = list(fail_first)
         self.requests = []
         self.batches = {}
+        self.batch_polls = batch_polls  # a batch reads in_progress this many times before it ends
+        self.polls = {}
+        self.base = "https://api.anthropic.com"  # where results_url points (the loopback server sets its own)
 
     def __call__(self, request):
         self.requests.append(request)
@@ -34,6 +37,10 @@ class FakeMessagesAPI:
     def _batch(self, request):
         """Message Batches: create (in progress), retrieve (ended), results (JSONL)."""
         path = request.url.path
+        if request.method == "POST" and path.endswith("/cancel"):
+            batch_id = path.split("/")[4]
+            self.canceled = {*getattr(self, "canceled", ()), batch_id}
+            return httpx2.Response(200, json=self._batch_object(batch_id, "canceling"))
         if request.method == "POST":
             body = json.loads(request.content)
             batch_id = f"msgbatch_{len(self.batches) + 1}"
@@ -45,7 +52,10 @@ class FakeMessagesAPI:
                      if r.status_code == 200 else json.dumps({"custom_id": cid, "result": {"type": "errored", "error": json.loads(r.content)}})
                      for cid, r in self.batches[batch_id]]
             return httpx2.Response(200, content="\n".join(lines).encode(), headers={"content-type": "application/binary"})
-        return httpx2.Response(200, json=self._batch_object(batch_id, "ended"))
+        self.polls[batch_id] = self.polls.get(batch_id, 0) + 1
+        done = self.polls[batch_id] > self.batch_polls or batch_id in getattr(self, "canceled", ())
+        status = "ended" if done else "in_progress"
+        return httpx2.Response(200, json=self._batch_object(batch_id, status))
 
     def _batch_object(self, batch_id, status):
         n = len(self.batches[batch_id])
@@ -55,7 +65,7 @@ class FakeMessagesAPI:
                 "archived_at": None, "cancel_initiated_at": None,
                 "request_counts": {"processing": 0 if status == "ended" else n, "succeeded": n if status == "ended" else 0,
                                    "errored": 0, "canceled": 0, "expired": 0},
-                "results_url": f"https://api.anthropic.com/v1/messages/batches/{batch_id}/results" if status == "ended" else None}
+                "results_url": f"{self.base}/v1/messages/batches/{batch_id}/results" if status == "ended" else None}
 
     def _message(self, body):
         system = "".join(block["text"] for block in body["system"])

@@ -26,6 +26,7 @@ Choices, from pipeline-notes and measured here:
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import signal
@@ -199,7 +200,12 @@ PartitionName=gpu Nodes={self.node} MaxTime=INFINITE State=UP
         return "\n".join(out)
 
 
-@pytest.fixture(scope="session")
+#: One cluster on a machine at a time: it links the system's slurm.conf and starts its daemons, so
+#: two pytest workers (xdist) each holding one would clash. The lock is held while a cluster lives.
+LOCK = Path(tempfile.gettempdir()) / "urd-slurm-cluster.lock"
+
+
+@pytest.fixture(scope="module")
 def slurm_cluster():
     """A running single-node cluster; ``.env`` carries SLURM_CONF for sbatch/squeue/snakemake."""
 
@@ -211,14 +217,16 @@ def slurm_cluster():
     reason = missing_reason()
     if reason:
         unavailable(reason)
-    root = Path(tempfile.mkdtemp(prefix="urd-slurm-"))
-    cluster = SlurmCluster(root)
-    try:
+    with open(LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        root = Path(tempfile.mkdtemp(prefix="urd-slurm-"))
+        cluster = SlurmCluster(root)
         try:
-            cluster.start()
-        except (RuntimeError, subprocess.TimeoutExpired) as exc:
-            unavailable(f"SLURM test cluster did not start: {exc}")
-        yield cluster
-    finally:
-        cluster.stop()
-        shutil.rmtree(root, ignore_errors=True)
+            try:
+                cluster.start()
+            except (RuntimeError, subprocess.TimeoutExpired) as exc:
+                unavailable(f"SLURM test cluster did not start: {exc}")
+            yield cluster
+        finally:
+            cluster.stop()
+            shutil.rmtree(root, ignore_errors=True)

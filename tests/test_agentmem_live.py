@@ -55,10 +55,25 @@ def test_a_live_run_is_metered_priced_and_replayed_for_nothing(tmp_path, key):
     assert first["spend"]["measured_usd"] == pytest.approx(priced, abs=1e-5) and priced > 0
     assert sum(r["usage"]["calls"] for r in first["runs"]) == len(api.requests)
 
-    again = run(tmp_path, FakeMessagesAPI())
-    assert again["spend"]["measured_usd"] == 0
-    assert again["spend"]["replayed_usd"] == pytest.approx(first["spend"]["measured_usd"])
-    assert [r["checks"] for r in again["runs"]] == [r["checks"] for r in first["runs"]]
+    assert first["spend"]["ledger_usd"] == pytest.approx(priced, abs=1e-5)
+
+    # The same target again: nothing is sent, the ledger does not grow, and the report is the
+    # first one (the spend is the target's, paid once).
+    ledgers = sorted((tmp_path / "work" / "ledgers").rglob("*.jsonl"))
+    before = [p.read_bytes() for p in ledgers]
+    api2 = FakeMessagesAPI()
+    again = run(tmp_path, api2)
+    assert api2.requests == [] and [p.read_bytes() for p in ledgers] == before
+    assert again == first
+
+    # Another target (its ledger gone) reads the same cache: replayed, for nothing.
+    import shutil
+
+    shutil.rmtree(tmp_path / "work" / "ledgers")
+    other = run(tmp_path, FakeMessagesAPI())
+    assert other["spend"]["measured_usd"] == 0 and other["spend"]["ledger_usd"] == 0
+    assert other["spend"]["replayed_usd"] == pytest.approx(first["spend"]["measured_usd"])
+    assert [r["checks"] for r in other["runs"]] == [r["checks"] for r in first["runs"]]
 
 
 def test_sdk_retries_on_429_and_529_inside_a_run(tmp_path, key):

@@ -65,7 +65,7 @@ class _Fixed:
     def __init__(self, answered):
         self.answered, self.calls = answered, 0
 
-    def complete(self, model, request):
+    def complete(self, model, request, guard=None):
         self.calls += 1
         return Completion("ok", self.answered.get(request.purpose, model), Usage(1000, 100))
 

@@ -115,6 +115,22 @@ def test_session_b_sees_its_declared_files_and_nothing_else(cell, server):
     assert not list((wd / ".snakemake/sandbox").iterdir())  # the staging is cleaned up
 
 
+def test_a_killed_jobs_staging_is_swept_by_the_next_job_and_a_live_ones_is_not(cell):
+    wd = cell[0]
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    host = socket.gethostname()
+    root = wd / ".snakemake/sandbox"
+    stale, live, elsewhere = (root / f"{host}-{gone.pid}-aaaa", root / f"{host}-{os.getpid()}-bbbb",
+                              root / f"another-host-{gone.pid}-cccc")
+    for folder in (stale, live, elsewhere):
+        (folder / "0").mkdir(parents=True)
+        (folder / "0" / "raw.json").write_text("half-written")
+    code, _, log = run_job(wd, ["read:data/t1.session_b.jsonl"], inputs=["data/t1.session_b.jsonl"])
+    assert code == 0, log
+    assert not stale.exists() and live.exists() and elsewhere.exists()
+
+
 def test_without_the_sandbox_the_same_job_reads_everything_and_says_so(cell, server):
     wd, home, _ = cell
     code, found, log = run_job(wd, [*ATTACKS, f"connect:127.0.0.1:{server}", f"env:{sandbox.ENV}"], mode="off",

@@ -16,6 +16,7 @@ from ..core.errors import UrdError
 from ..core.io import atomic_write_json
 from ..core.provenance import SANDBOX_ENV
 from ..cost import agentmem as estimate_mod
+from ..llm.batches import BatchJournal
 from ..stores.reference.gates import GATES
 from ..stores.registry import REFERENCE
 from . import profile as profile_mod
@@ -81,6 +82,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--md", type=Path, required=True)
     p.add_argument("--csv", type=Path, required=True)
     p.add_argument("--html", type=Path)
+    bt = suites.add_parser("batches", help="Message Batches that runs left in progress").add_subparsers(dest="verb", required=True)
+    p = bt.add_parser("list", help="every batch not read to its end, with its journal")
+    _settings_args(p)
+    p = bt.add_parser("cancel", help="cancel a batch; what it already did is kept (billed) and settled")
+    p.add_argument("batch_id")
+    _settings_args(p)
     p = suites.add_parser("profile", help="record a live report's measured usage for later estimates")
     p.add_argument("reports", type=Path, nargs="+")
     _settings_args(p)
@@ -151,6 +158,8 @@ def _dispatch(args) -> int:
         table.write(args.trip_vs_move, args.update_gate, md=args.md, csv=args.csv, html=args.html)
         print(f"stores table written to {args.md} and {args.csv}")
         return EXIT_OK
+    if args.suite == "batches":
+        return _batches(args)
     if args.suite == "profile":
         s = _settings(args)
         path = s.calibration_dir / estimate_mod.PROFILE_FILE
@@ -193,6 +202,30 @@ def _dispatch(args) -> int:
     atomic_write_json(args.output, with_sandbox_label(report))
     print(f"{args.suite} on {args.model}: {report['verdict']}")
     return status if args.require_bar else EXIT_OK
+
+
+def _batches(args) -> int:
+    from .runtime import BATCH_DIR, batch_llm
+
+    s = settings_mod.load(args.config, settings_json=args.settings)
+    journal = BatchJournal(s.work_dir / BATCH_DIR)
+    if args.verb == "list":
+        left = journal.open_records()
+        for record in left:
+            print(f"{record['id'] or '(id never came back)'}  {record['state']}  {len(record['items'])} requests  "
+                  f"ledger {record['ledger']}  journal {record['journal']}")
+        if not left:
+            print(f"no message batch left in progress under {journal.root}")
+        return EXIT_OK
+    record = {**journal.find(args.batch_id), "journal": str(journal.path(args.batch_id))}
+    if record["state"] not in ("pending", "in_progress"):
+        print(f"message batch {args.batch_id} is already {record['state']}; nothing to cancel")
+        return EXIT_OK
+    llm = batch_llm(s, record)
+    llm.cancel(record, poll_s=s.raw["llm"]["batch_poll_s"])
+    print(f"message batch {args.batch_id} cancelled; what it had done is in the replay cache and the ledger "
+          f"({record['ledger']}: US${llm.ledger.billed_usd:.4f} billed)")
+    return EXIT_OK
 
 
 def token_counter(settings, http_client=None):

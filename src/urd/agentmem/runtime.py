@@ -3,15 +3,18 @@ about the store under test and the scripted run behind an estimate."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ..core.errors import InputError, UrdError
-from ..core.io import canonical_json
+from ..core.io import canonical_json, sha256_bytes
 from ..cost.agentmem import Estimate, NotPriced, not_priced
 from ..llm import LLM, SCRIPTED_MODEL, Backends, Meter, ReplayCache, Routes, ScriptedBackend
+from ..llm.batches import BatchJournal
+from ..llm.ledger import SpendLedger
 from ..stores import registry
 from .purposes import PURPOSES
 from .scripted import ScriptedResponder, ScriptedTable
@@ -51,9 +54,12 @@ def build_llm(
     ceiling_usd: float | None = None,
     record: list | None = None,
     responder=None,
+    ledger: tuple[str, ...] = (),
+    log: Callable[[str], None] = lambda line: None,
 ) -> LLM:
     """The run's client; the scripted arm answers with `responder` (default: the agent-memory
-    suites' table)."""
+    suites' table). ``ledger`` names the run target whose spend ledger the calls go through
+    (:func:`ledger_path`); its Message Batches are journalled beside the replay cache."""
     llm_cfg = settings.raw["llm"]
     scripted = None
     if SCRIPTED_MODEL in routes.by_purpose.values():
@@ -69,7 +75,62 @@ def build_llm(
     )
     cache = ReplayCache(settings.work_dir / "llm-cache") if llm_cfg["replay_cache"] else None
     return LLM(routes=routes, backends=backends, prices=settings.prices, meter=meter, cache=cache, ceiling_usd=ceiling_usd,
-               max_retry_tokens=llm_cfg.get("max_retry_tokens"))
+               max_retry_tokens=llm_cfg.get("max_retry_tokens"),
+               ledger=SpendLedger(ledger_path(settings, *ledger)) if ledger and is_live(routes) else None,
+               run=run_fingerprint(settings, routes, ledger),
+               batches=BatchJournal(settings.work_dir / BATCH_DIR), log=log)
+
+
+def still_to_spend(settings: Settings, routes: Routes, targets: list[tuple[str, ...]], estimate: Estimate,
+                   ceiling_usd: float | None) -> Estimate:
+    """What a (re)run of ``targets`` would still spend: the estimate less what their ledgers were
+    billed for the same run (those replies are paid for and replay for nothing), and never more
+    than the ceilings leave (``ceiling_usd`` a target, less what each has committed)."""
+    if estimate.usd is None or not is_live(routes):
+        return estimate
+    paid = committed = 0.0
+    for target in targets:
+        path = ledger_path(settings, *target)
+        if path.exists():
+            ledger = SpendLedger(path)
+            paid += ledger.billed_usd_for(run_fingerprint(settings, routes, target))
+            committed += ledger.committed_usd
+    if not paid and not committed:
+        return estimate
+    left = max(0.0, estimate.usd - paid)
+    if ceiling_usd is not None:
+        left = min(left, max(0.0, ceiling_usd * len(targets) - committed))
+    note = f"{estimate.note}; US${paid:.2f} of it already paid for (the ledger), so a rerun spends at most US${left:.2f}"
+    return dataclasses.replace(estimate, usd=left, note=note)
+
+
+def batch_llm(settings: Settings, record: Mapping, http_client=None) -> LLM:
+    """A client for a journalled batch alone (to cancel it): its models' live backend, the
+    target's ledger and the replay cache."""
+    llm_cfg = settings.raw["llm"]
+    models = sorted({item["request"]["model"] for item in record["items"].values()})
+    backends = Backends(live_factory=lambda: _anthropic_backend()(
+        max_retries=llm_cfg["max_retries"], timeout_s=llm_cfg["timeout_s"], prompt_cache=llm_cfg["prompt_cache"],
+        http_client=http_client))
+    return LLM(routes=Routes.build(models[0], PURPOSES, {}), backends=backends, prices=settings.prices, meter=Meter(),
+               cache=ReplayCache(settings.work_dir / "llm-cache"), ledger=SpendLedger(record["ledger"]),
+               batches=BatchJournal(settings.work_dir / BATCH_DIR))
+
+
+def run_fingerprint(settings: Settings, routes: Routes, target: tuple[str, ...]) -> str:
+    """What makes two runs of a target the same run: the settings (its ceilings aside) and routes."""
+    same = {k: v for k, v in settings.raw.items() if k != "spend"}
+    return sha256_bytes(canonical_json([same, routes.as_dict(), list(target)]).encode())[:16]
+
+
+BATCH_DIR = "llm-batches"  # beside the replay cache (llm-cache)
+
+
+def ledger_path(settings: Settings, *target: str) -> Path:
+    """The spend ledger of one run target (a suite's report, or one run of it where the ceiling
+    is per run): kept across reruns, so that together they never pass the ceiling."""
+    *folders, name = target
+    return settings.work_dir.joinpath("ledgers", *folders, f"{name}.jsonl")
 
 
 def fresh_run_dir(path: Path) -> Path:

@@ -10,7 +10,7 @@ from ..core.io import canonical_json
 from ..cost import agentmem as estimate_mod
 from ..stores import registry
 from . import trip_vs_move, update_gate
-from .runtime import routes_for
+from .runtime import routes_for, still_to_spend
 from .settings import validate
 
 #: The published planting tables and figure (rules/planting.smk, the `published` target).
@@ -63,16 +63,23 @@ def has_update_decision(agentmem: Mapping, store: str) -> bool:
     return registry.has_update_decision(registry.resolve(store, agentmem["stores"]["plugins"], SOURCE))
 
 
+# A target's estimate is what a run of it would still spend: the call graph's price, less what its
+# ledgers were billed for the same run (replayed for nothing on a rerun), within its ceilings.
+
 def trip_vs_move_estimate(agentmem: Mapping, case: str, model: str, store: str = registry.REFERENCE) -> estimate_mod.Estimate:
     s = _settings(agentmem)
-    return trip_vs_move.estimate(s, routes_for(model, s), case, gate=s.raw["trip_vs_move"]["gate"], runs=s.runs, store=store,
-                                 profile=estimate_mod.load_profile(s))
+    routes, gate = routes_for(model, s), s.raw["trip_vs_move"]["gate"]
+    est = trip_vs_move.estimate(s, routes, case, gate=gate, runs=s.runs, store=store, profile=estimate_mod.load_profile(s))
+    return still_to_spend(s, routes, trip_vs_move.ledger_targets(case, model, gate, store, s.runs), est,
+                          s.raw["spend"]["max_usd_per_run"])
 
 
 def update_gate_estimate(agentmem: Mapping, model: str, store: str = registry.REFERENCE) -> estimate_mod.Estimate:
     s = _settings(agentmem)
-    return update_gate.estimate(s, routes_for(model, s), samples=s.raw["update_gate"]["samples"], store=store,
-                                profile=estimate_mod.load_profile(s))
+    routes = routes_for(model, s)
+    est = update_gate.estimate(s, routes, samples=s.raw["update_gate"]["samples"], store=store,
+                               profile=estimate_mod.load_profile(s))
+    return still_to_spend(s, routes, [update_gate.ledger_target(model, store)], est, s.raw["spend"]["max_usd_update_gate"])
 
 
 def trip_vs_move_cents(agentmem: Mapping, case: str, model: str, store: str = registry.REFERENCE) -> int:
@@ -87,7 +94,9 @@ def planting_estimate(agentmem: Mapping, model: str, master_seed: int) -> estima
     from ..planting import suite
 
     s = _settings(agentmem)
-    return suite.estimate(s, routes_for(model, s), master_seed=master_seed)
+    routes = routes_for(model, s)
+    return still_to_spend(s, routes, [suite.ledger_target(model)], suite.estimate(s, routes, master_seed=master_seed),
+                          float(s.raw["spend"]["max_usd_planting"]))
 
 
 def planting_cents(agentmem: Mapping, model: str, master_seed: int) -> int:

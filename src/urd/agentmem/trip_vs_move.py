@@ -55,13 +55,17 @@ def run_store(
     checks_version: int,
     record: list | None = None,
     store: str = REFERENCE,
+    ledger: tuple[str, ...] = (),
+    log: Callable[[str], None] = lambda line: None,
 ) -> dict:
-    """One run: a fresh store, the variant's notes deposited one at a time, consolidation, the checks."""
+    """One run: a fresh store, the variant's notes deposited one at a time, consolidation, the checks.
+    ``ledger`` names the run's spend ledger (the ceiling is per run)."""
     case = case_named(case_name)
     notes = verify_notes(settings.calibration_dir, case.variants[variant])
     replica = f"{variant}-{index}"
     meter = Meter()
-    llm = build_llm(settings, routes, meter, table=table, http_client=http_client, ceiling_usd=ceiling_usd, record=record)
+    llm = build_llm(settings, routes, meter, table=table, http_client=http_client, ceiling_usd=ceiling_usd, record=record,
+                    ledger=ledger, log=log)
     incomplete = None
     reads, consolidation = [], None
     cls = registry.resolve(store, settings.store_plugins)
@@ -76,8 +80,9 @@ def run_store(
     try:
         memory = cls(run)
         for label, step in steps:
-            if ceiling_usd is not None and meter.spent_usd >= ceiling_usd:
-                incomplete = f"stopped before {label}: measured spend US${meter.spent_usd:.4f} reached the ceiling US${ceiling_usd:g}"
+            if ceiling_usd is not None and llm.committed_usd >= ceiling_usd:
+                incomplete = (f"stopped before {label}: committed spend US${llm.committed_usd:.4f} reached the ceiling "
+                              f"US${ceiling_usd:g}")
                 break
             result = step()
             if label == "consolidate":
@@ -100,7 +105,7 @@ def run_store(
         checks = _without_events(checks)
     leaks = meter.leaks()
     passed = None if (incomplete or leaks) else bool(checks["pass"])
-    return {
+    out = {
         "variant": variant,
         "index": index,
         "passed": passed,
@@ -113,6 +118,9 @@ def run_store(
         "consolidation": consolidation,
         "usage": meter.summary(),
     }
+    if is_live(routes):  # the run's spend ledger (a scripted run spends nothing and keeps none)
+        out["ledger"] = llm.ledger.summary()
+    return out
 
 
 #: What check ii reads from a store's events; a store that keeps none cannot be held to it.
@@ -195,7 +203,8 @@ def run_suite(
                 root / f"{variant}-{i}",
                 case_name=case_name, variant=variant, index=i, settings=settings, routes=routes,
                 gate=gate, ceiling_usd=ceiling, table=table, http_client=http_client, checks_version=checks_version,
-                store=store,
+                store=store, ledger=ledger_target(case_name, model, gate, store, variant, i),
+                log=log,
             )
             state = "INVALID" if run["invalid"] else "INCOMPLETE" if run["incomplete"] else "PASS" if run["passed"] else "FAIL"
             log(f"{variant} run {i}: {state}  US${run['usage']['spent_usd']:.4f}")
@@ -232,12 +241,23 @@ def run_suite(
             "measured_usd": round(sum(r["usage"]["spent_usd"] for r in done), 6),
             "replayed_usd": round(sum(r["usage"]["replayed_usd"] for r in done), 6),
             "ceiling_usd_per_run": ceiling,
+            **({"ledger_usd": round(sum(r["ledger"]["billed_usd"] for r in done), 6)} if is_live(routes) else {}),
         },
         "prices": settings.prices.as_dict(),
         "limits": settings.raw["store"],
         "remarks": remarks,
     }
     return label_store(report, store, about)
+
+
+def ledger_target(case_name: str, model: str, gate: str, store: str, variant: str, index: int) -> tuple[str, ...]:
+    """The spend ledger of one run (the ceiling is per run)."""
+    return (SUITE, case_name, model, gate if store == REFERENCE else f"store-{store}", f"{variant}-{index}")
+
+
+def ledger_targets(case_name: str, model: str, gate: str, store: str, runs: Mapping[str, int]) -> list[tuple[str, ...]]:
+    return [ledger_target(case_name, model, gate, store, variant, i)
+            for variant in ("move", "trip-alone") for i in range(1, runs.get(variant, 0) + 1)]
 
 
 def call_graph(settings: Settings, case_name: str, variant: str, gate: str, store: str = REFERENCE) -> list:

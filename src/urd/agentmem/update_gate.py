@@ -95,7 +95,8 @@ def run_suite(
     confirm_live(routes, settings, yes)
     ceiling = settings.raw["spend"]["max_usd_update_gate"] if is_live(routes) else None
     meter = Meter()
-    llm = build_llm(settings, routes, meter, table=table, http_client=http_client, ceiling_usd=ceiling, record=record)
+    llm = build_llm(settings, routes, meter, table=table, http_client=http_client, ceiling_usd=ceiling, record=record,
+                    ledger=ledger_target(model, store), log=log)
     incomplete = None
     asked: dict[str, list[dict]] = {name: [] for name in rows_by_set}
     memory = None
@@ -119,8 +120,9 @@ def run_suite(
             log(f"{sent} calls sent in Message Batches (half the list price)")
         for name, rows in rows_by_set.items():
             for row in rows:
-                if ceiling is not None and meter.spent_usd >= ceiling:
-                    raise _Stop(f"stopped before {name}/{row['id']}: measured spend US${meter.spent_usd:.4f} reached the ceiling US${ceiling:g}")
+                if ceiling is not None and llm.committed_usd >= ceiling:
+                    raise _Stop(f"stopped before {name}/{row['id']}: committed spend US${llm.committed_usd:.4f} reached "
+                                f"the ceiling US${ceiling:g}")
                 got = [sample(row, f"{name}/{row['id']}/sample-{s}") for s in range(1, samples + 1)]
                 asked[name].append({**row, "samples": got})
             log(f"{name}: {len(rows)} pairs asked")
@@ -168,6 +170,7 @@ def run_suite(
             "measured_usd": round(meter.spent_usd, 6),
             "replayed_usd": round(meter.replayed_usd, 6),
             "ceiling_usd": ceiling,
+            **({"ledger": llm.ledger.summary()} if is_live(routes) else {}),
         },
         "prices": settings.prices.as_dict(),
         "remarks": []
@@ -177,6 +180,11 @@ def run_suite(
     label_store(report, store, about)
     report["verdict"] = verdict(report)
     return report
+
+
+def ledger_target(model: str, store: str) -> tuple[str, ...]:
+    """The suite's spend ledger (the ceiling is the whole replay's)."""
+    return (SUITE, model, "reference" if store == REFERENCE else f"store-{store}")
 
 
 def call_graph(settings: Settings, samples: int, store: str = REFERENCE) -> list:

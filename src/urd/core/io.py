@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .failpoints import failpoint
+
 
 def canonical_json(obj: Any) -> str:
     """One-line canonical JSON (no trailing newline)."""
@@ -44,6 +46,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        failpoint("io.replace")
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -6,10 +6,11 @@ no copy of it, and no error message built here quotes a request header.
 
 from __future__ import annotations
 
+import dataclasses
 import os
-import time
 
 import anthropic
+import httpx2
 
 from .errors import CallFailed, KeyMissing
 from .request import Completion, Request
@@ -18,6 +19,61 @@ from .usage import Usage
 KEY_VARIABLE = "ANTHROPIC_API_KEY"
 # stop reasons of a reply that ended before the model finished it
 CUT_SHORT = ("max_tokens", "model_context_window_exceeded")
+
+
+class StopRetrying(anthropic.AnthropicError):
+    """Raised by a guard before an SDK retry is sent (the SDK passes its own error types through
+    without retrying them); carries the error to raise instead."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _Attempts:
+    """The SDK's attempts at one Messages call, seen on the wire: how many were sent and how many
+    were answered 200 (billed by the API, whether or not the body then arrived whole)."""
+
+    def __init__(self) -> None:
+        self.sent = self.ok = 0
+        self.guard = None
+
+    def start(self, guard) -> None:
+        self.sent, self.ok, self.guard = 0, 0, guard
+
+    def on_request(self, request) -> None:
+        if request.method != "POST" or request.url.path.rstrip("/") != "/v1/messages":
+            return
+        if self.sent and self.guard is not None:
+            self.guard(self.ok)  # a retry: the replies billed so far may leave no room for it
+        self.sent += 1
+
+    def on_response(self, response) -> None:
+        request = response.request
+        if request.method == "POST" and request.url.path.rstrip("/") == "/v1/messages" and response.status_code == 200:
+            self.ok += 1
+
+
+class _Hook:
+    """An event hook that reports to the newest backend built on its client (a client handed in
+    may outlive several backends)."""
+
+    def __init__(self, event: str) -> None:
+        self.event, self.attempts = event, None
+
+    def __call__(self, thing) -> None:
+        getattr(self.attempts, f"on_{self.event}")(thing)
+
+
+def _watch(http_client, attempts: _Attempts) -> None:
+    for event in ("request", "response"):
+        hooks = list(http_client.event_hooks.get(event, []))
+        hook = next((h for h in hooks if isinstance(h, _Hook)), None)
+        if hook is None:
+            hook = _Hook(event)
+            hooks.append(hook)
+        hook.attempts = attempts
+        http_client.event_hooks = {**http_client.event_hooks, event: hooks}
 
 
 class AnthropicBackend:
@@ -33,6 +89,10 @@ class AnthropicBackend:
         key = os.environ.get(KEY_VARIABLE, "").strip()
         if not key:
             raise KeyMissing()
+        self._attempts = _Attempts()
+        if http_client is None:
+            http_client = anthropic.DefaultHttpxClient()
+        _watch(http_client, self._attempts)
         # An explicit key keeps the SDK from looking for credential profiles on disk.
         self._client = anthropic.Anthropic(
             api_key=key,
@@ -62,39 +122,60 @@ class AnthropicBackend:
         return {"model": model, "max_tokens": request.max_tokens, "system": system,
                 "messages": [{"role": "user", "content": request.user}]}
 
-    def complete(self, model: str, request: Request) -> Completion:
+    def complete(self, model: str, request: Request, guard=None) -> Completion:
+        """One call, with the SDK's retries. The result (or the error) carries ``retries`` (attempts
+        after the first) and ``lost`` (replies the API answered 200 whose body never arrived whole:
+        billed, usage unknown). ``guard(lost)`` runs before each retry and may raise to stop it."""
+        self._attempts.start(guard)
         try:
             message = self._client.messages.create(**self._params(model, request))
+        except StopRetrying as stop:
+            raise self._tally(stop.error, lost=self._attempts.ok) from None
         except anthropic.APIStatusError as exc:
-            raise CallFailed(request.purpose, model, f"HTTP {exc.status_code} ({type(exc).__name__})") from None
+            raise self._tally(CallFailed(request.purpose, model, f"HTTP {exc.status_code} ({type(exc).__name__})"),
+                              lost=self._attempts.ok) from None
         except anthropic.APIConnectionError as exc:
-            raise CallFailed(request.purpose, model, type(exc).__name__) from None
-        return _completion(request, model, message)
-
-    def complete_batch(self, items: list[tuple[str, Request]], *, poll_s: float = 30.0) -> list:
-        """Every (model, request) through one Message Batch, at the batch price. Returns, in order,
-        a Completion or the CallFailed of each; waits (polling every ``poll_s``) until it ends."""
+            raise self._tally(CallFailed(request.purpose, model, type(exc).__name__), lost=self._attempts.ok) from None
         try:
-            batch = self._client.messages.batches.create(
-                requests=[{"custom_id": f"r{i}", "params": self._params(m, r)} for i, (m, r) in enumerate(items)]
-            )
-            while batch.processing_status != "ended":
-                time.sleep(poll_s)
-                batch = self._client.messages.batches.retrieve(batch.id)
-            out: list = [CallFailed(r.purpose, m, "no result in the batch") for m, r in items]
-            for result in self._client.messages.batches.results(batch.id):
-                i = int(result.custom_id[1:])
-                model, request = items[i]
-                if result.result.type == "succeeded":
-                    try:
-                        out[i] = _completion(request, model, result.result.message)
-                    except CallFailed as exc:
-                        out[i] = exc
-                else:
-                    out[i] = CallFailed(request.purpose, model, f"batch request {result.result.type}")
-        except (anthropic.APIStatusError, anthropic.APIConnectionError) as exc:
-            raise CallFailed(items[0][1].purpose, items[0][0], f"message batch: {type(exc).__name__}") from None
-        return out
+            done = _completion(request, model, message)
+        except CallFailed as exc:
+            raise self._tally(exc, lost=self._attempts.ok - 1) from None
+        return dataclasses.replace(done, retries=self._attempts.sent - 1, lost=self._attempts.ok - 1)
+
+    def _tally(self, error: Exception, *, lost: int) -> Exception:
+        error.retries, error.lost = max(self._attempts.sent - 1, 0), lost
+        return error
+
+    # --- Message Batches: the client keeps the journal; these are the API's four verbs -----------
+    def create_batch(self, items: list[tuple[str, str, Request]]) -> str:
+        """Send ``(custom_id, model, request)`` items as one Message Batch; returns its id."""
+        batch = self._client.messages.batches.create(
+            requests=[{"custom_id": cid, "params": self._params(m, r)} for cid, m, r in items]
+        )
+        return batch.id
+
+    def batch_status(self, batch_id: str) -> str:
+        return self._client.messages.batches.retrieve(batch_id).processing_status
+
+    def batch_results(self, batch_id: str, items: dict[str, tuple[str, Request]]):
+        """Yields ``(custom_id, Completion or CallFailed)`` as the results stream arrives."""
+        for result in self._client.messages.batches.results(batch_id):
+            model, request = items[result.custom_id]
+            if result.result.type == "succeeded":
+                try:
+                    yield result.custom_id, _completion(request, model, result.result.message)
+                except CallFailed as exc:
+                    yield result.custom_id, exc
+            else:
+                yield result.custom_id, CallFailed(request.purpose, model, f"batch request {result.result.type}")
+
+    def cancel_batch(self, batch_id: str) -> str:
+        return self._client.messages.batches.cancel(batch_id).processing_status
+
+
+# The errors a batch verb can meet on the wire, after the SDK's own retries (a results stream cut
+# short surfaces as the transport's own error, mid-iteration).
+WIRE_ERRORS = (anthropic.APIStatusError, anthropic.APIConnectionError, httpx2.TransportError)
 
 
 def _completion(request: Request, model: str, message) -> Completion:

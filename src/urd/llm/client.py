@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
+from ..core.failpoints import failpoint
+from .batches import BatchJournal
 from .cache import ReplayCache
 from .errors import CallFailed, CeilingReached, RequestRefused, Truncated
+from .ledger import Bill, SpendLedger
 from .prices import PriceBook
 from .request import Request
 from .routes import Routes
@@ -37,6 +42,16 @@ class Backends:
         return self._live
 
 
+class BatchLeft(CallFailed):
+    """A Message Batch could not be read to its end; it is left, billed, for a rerun to resume."""
+
+    def __init__(self, purpose: str, model: str, batch_id: str, journal: str, why: str) -> None:
+        super().__init__(purpose, model, f"message batch {batch_id} left in progress ({why}); a rerun of this target "
+                                         f"resumes it (journal {journal}); to cancel it instead: "
+                                         f"python -m urd.agentmem batches cancel {batch_id}")
+        self.batch_id = batch_id
+
+
 class LLM:
     """Ask a request on its purpose's model; every answered call lands in ``meter``.
 
@@ -44,9 +59,16 @@ class LLM:
     with ``retry_factor`` times the budget, up to the purpose's ``max_retry_tokens`` where one is
     set; cut again, the call fails with :class:`Truncated`. A cut reply is never returned.
 
-    With ``ceiling_usd``, no call is made whose worst case (input bounded by its bytes, the whole
-    output budget) could take the measured spend past the ceiling: :class:`CeilingReached` is
-    raised instead, so the spend can never overshoot, whatever one call or step asks.
+    Every live call goes through ``ledger`` (:mod:`urd.llm.ledger`), the target's spend across
+    processes: written down at its worst case before it is sent, settled with what the API billed
+    before its reply is used. With ``ceiling_usd``, no call (and no retry after a lost reply) is
+    made whose worst case could take what the ledger has committed past the ceiling:
+    :class:`CeilingReached` is raised instead, whatever one call, step or rerun asks.
+
+    A reply the cache holds that this target's ledger paid for in a run with the same fingerprint
+    ``run`` (settings and routes) is counted as that run's spend (once a process), so a rerun after
+    a kill, or of a finished run, reports what the uninterrupted run did; one paid for by another
+    run or target is counted as replayed, for nothing.
     """
 
     def __init__(
@@ -60,12 +82,26 @@ class LLM:
         retry_factor: int = 2,
         max_retry_tokens: dict[str, int] | None = None,
         ceiling_usd: float | None = None,
+        ledger: SpendLedger | None = None,
+        run: str = "",
+        batches: BatchJournal | None = None,
+        poll_retries: int = 5,
+        log: Callable[[str], None] = lambda line: None,
     ) -> None:
         self.routes, self.backends, self.prices = routes, backends, prices
         self.meter, self.cache = meter, cache
         self.retry_factor, self.max_retry_tokens = retry_factor, dict(max_retry_tokens or {})
         self.ceiling_usd = ceiling_usd
+        self.ledger = ledger if ledger is not None else SpendLedger(None)
+        self.run = run  # the run's fingerprint: calls paid under it count as its spend on a rerun
+        self.batches, self.poll_retries, self.log = batches, poll_retries, log
         self._prefetched: dict[tuple[str, str], object] = {}  # (model, cache key) -> Completion
+        self._counted: set[str] = set()  # keys this process has counted as the target's spend
+
+    @property
+    def committed_usd(self) -> float:
+        """Spent or possibly spent by this target, across its processes (the ceiling's measure)."""
+        return self.ledger.committed_usd
 
     def ask(self, request: Request) -> str:
         completion = self._ask_once(request)
@@ -83,10 +119,15 @@ class LLM:
         self.meter.failed[request.purpose] += 1
         raise Truncated(request.purpose, self.routes.model_for(request.purpose), request.max_tokens)
 
+    # --- Message Batches ------------------------------------------------------------------------
     def prefetch(self, requests: list[Request], *, poll_s: float = 30.0) -> int:
         """Send the live, uncached ``requests`` in one Message Batch (half the list price) so that
-        asking them later costs nothing more. Requests the cache holds, scripted ones, and any
-        that would take the worst case past the ceiling are left to ``ask``. Returns how many went."""
+        asking them later costs nothing more. A batch an earlier process of this target left is
+        resumed first. Requests the cache holds, scripted ones, and any that would take the
+        committed spend past the ceiling at their worst case are left to ``ask``. Returns how many
+        went in a new batch."""
+        for record in self.batches.open_records(self.ledger.path) if self.batches else []:
+            self._resume(record, poll_s)
         todo, worst = [], 0.0
         for r in dict.fromkeys(requests):
             model = self.routes.model_for(r.purpose)
@@ -94,24 +135,118 @@ class LLM:
                 continue
             if self.cache is not None and self.cache.get(model, r) is not None:
                 continue
+            if self.ledger.reply(r.cache_key(model)) is not None:  # paid for; asked from the ledger
+                continue
             cost = BATCH_PRICE * self.prices.price(model).worst_case(r.input_token_bound(), r.max_tokens)
-            if self.ceiling_usd is not None and self.meter.spent_usd + worst + cost > self.ceiling_usd:
+            if self.ceiling_usd is not None and self.committed_usd + worst + cost > self.ceiling_usd:
                 break
             worst += cost
             todo.append((model, r))
         if not todo:
             return 0
         backend = self.backends.for_model(todo[0][0], todo[0][1].purpose)
-        for (model, request), got in zip(todo, backend.complete_batch(todo, poll_s=poll_s)):
-            if isinstance(got, CallFailed):
-                self._bill_failure(request, model, got, batched=True)
-                continue  # asked again, alone, when the suite needs it
-            self.meter.add(CallRecord(request.purpose, model, got.model, got.usage,
-                                      BATCH_PRICE * self._cost(model, got.model, got.usage), batched=True))
-            self._prefetched[(model, request.cache_key(model))] = got
-            if self.cache is not None:
-                self.cache.put(model, request, got)
+        items = {}
+        for model, r in todo:
+            key = r.cache_key(model)
+            cost = BATCH_PRICE * self.prices.price(model).worst_case(r.input_token_bound(), r.max_tokens)
+            items[key] = {"send": self.ledger.send(self.run, key, r.purpose, model, cost, batch="pending"),
+                          "request": r.identity(model)}
+        first = todo[0][1].purpose, todo[0][0]
+        if self.batches is None:  # no journal (no work folder): the batch lives as long as this process
+            record = {"id": None, "state": "pending", "items": items, "journal": "(none)"}
+            record["id"] = self._create(backend, items, first, lambda: None)
+        else:
+            pending = self.batches.pending(self.ledger.path or Path("-"), items)
+            batch_id = self._create(backend, items, first, pending.unlink)
+            record = {**self.batches.created(pending, batch_id), "journal": str(self.batches.path(batch_id))}
+        self.log(f"message batch {record['id']}: {len(items)} requests sent")
+        self._collect(backend, record, poll_s)
         return len(todo)
+
+    def _create(self, backend, items: dict, first: tuple[str, str], forget: Callable[[], None]) -> str:
+        try:
+            return backend.create_batch([(key, *BatchJournal.requests({"items": {key: item}})[key])
+                                         for key, item in items.items()])
+        except _wire_errors() as exc:
+            if getattr(exc, "status_code", None) is not None:  # refused: no batch exists, nothing billed
+                for item in items.values():
+                    self.ledger.settle(item["send"], [])
+                forget()
+            raise CallFailed(*first, f"message batch not created: {type(exc).__name__}") from None
+
+    def _resume(self, record: dict, poll_s: float) -> None:
+        if record["id"] is None:
+            self.log(f"a message batch may have been created by a process that died before its id came back "
+                     f"(journal {record['journal']}); its requests count at their worst case in the ledger")
+            return
+        self.log(f"resuming message batch {record['id']}, left by an earlier process (journal {record['journal']})")
+        _, request = next(iter(BatchJournal.requests(record).values()))
+        model = next(iter(record["items"].values()))["request"]["model"]
+        self._collect(self.backends.for_model(model, request.purpose), record, poll_s)
+
+    def cancel(self, record: dict, *, poll_s: float) -> None:
+        """Cancel the journalled batch ``record`` and read what it had already done (billed, so
+        kept in the replay cache and settled in the ledger), then close its journal."""
+        model, request = next(iter(BatchJournal.requests(record).values()))
+        backend = self.backends.for_model(model, request.purpose)
+        try:
+            backend.cancel_batch(record["id"])
+        except _wire_errors() as exc:
+            raise CallFailed(request.purpose, model, f"cancel of message batch {record['id']}: {type(exc).__name__}") from None
+        self._collect(backend, record, poll_s, closing="canceled")
+
+    def _collect(self, backend, record: dict, poll_s: float, closing: str = "done") -> None:
+        """Poll ``record``'s batch to its end and settle its results as they arrive (into the
+        replay cache, then the ledger); a poll that fails is retried with backoff, and after
+        ``poll_retries`` the batch is left for a rerun (:class:`BatchLeft`)."""
+        try:
+            self._poll(backend, record, poll_s)
+        except KeyboardInterrupt:  # the batch is billed whether or not anyone reads it: say where it is
+            self.log(BatchLeft("", "", record["id"], record["journal"], "interrupted").why)
+            raise
+        items = BatchJournal.requests(record)
+        for cid, item in record["items"].items():  # asked for, never answered: not billed
+            if not self.ledger.settled(item["send"]):
+                self.ledger.settle(item["send"], [])
+                self.meter.failed[items[cid][1].purpose] += 1
+        if self.batches is not None:
+            self.batches.close(record, closing)
+
+    def _poll(self, backend, record: dict, poll_s: float) -> None:
+        items = BatchJournal.requests(record)
+        model, first = next(iter(items.values()))
+        failures = 0
+        while True:
+            try:
+                if backend.batch_status(record["id"]) == "ended":
+                    for cid, got in backend.batch_results(record["id"], items):
+                        self._settle_item(record, items, cid, got)
+                    break
+                time.sleep(poll_s)
+            except _wire_errors() as exc:
+                failures += 1
+                if failures > self.poll_retries:
+                    raise BatchLeft(first.purpose, model, record["id"], record["journal"], type(exc).__name__) from None
+                time.sleep(min(poll_s * 2 ** (failures - 1), 300.0))
+
+    def _settle_item(self, record: dict, items: dict, cid: str, got) -> None:
+        send = record["items"][cid]["send"]
+        if self.ledger.settled(send):  # read by an earlier process
+            return
+        model, request = items[cid]
+        if isinstance(got, CallFailed):
+            self.meter.failed[request.purpose] += 1
+            usage = getattr(got, "usage", None)
+            bills = [] if usage is None else [
+                Bill("failed", BATCH_PRICE * self._cost(model, got.answered, usage), got.answered, usage, batched=True)]
+            self.ledger.settle(send, bills)
+            return  # asked again, alone, when the suite needs it
+        self.ledger.settle(send, [Bill("answered", BATCH_PRICE * self._cost(model, got.model, got.usage), got.model,
+                                       got.usage, batched=True, reply=got)])
+        failpoint("llm.settled")
+        if self.cache is not None:
+            self.cache.put(model, request, got)
+        self._prefetched[(model, cid)] = got
 
     def peek(self, request: Request) -> str | None:
         """The reply a prefetch (or the cache) holds for ``request``, without asking or metering."""
@@ -119,44 +254,97 @@ class LLM:
         held = self._prefetched.get((model, request.cache_key(model)))
         if held is None and self.cache is not None:
             held = self.cache.get(model, request)
+        if held is None:
+            held = self.ledger.reply(request.cache_key(model))
         return None if held is None or held.truncated else held.text
 
+    # --- one call -------------------------------------------------------------------------------
     def _ask_once(self, request: Request):
         model = self.routes.model_for(request.purpose)
-        held = self._prefetched.pop((model, request.cache_key(model)), None)
-        if held is not None:  # fetched in a batch and already metered
+        key = request.cache_key(model)
+        if model == SCRIPTED_MODEL:  # costs nothing and is its own table: never cached, never in the ledger
+            try:
+                completion = self.backends.for_model(model, request.purpose).complete(model, request)
+            except RequestRefused:
+                self.meter.refused[request.purpose] += 1
+                raise
+            self._record(request, model, completion, replayed=False)
+            return completion
+        held = self._prefetched.pop((model, key), None)
+        if held is None and self.cache is not None:
+            held = self.cache.get(model, request)
+        if held is None:  # paid for, then killed before the cache had it
+            held = self.ledger.reply(key)
+            if held is not None and self.cache is not None:
+                self.cache.put(model, request, held)
+        if held is not None:
+            self._record_held(request, model, key, held)
             return held
-        # The scripted arm costs nothing and is its own table: it is never cached.
-        use_cache = self.cache is not None and model != SCRIPTED_MODEL
-        if use_cache:
-            hit = self.cache.get(model, request)
-            if hit is not None:
-                self._record(request, model, hit, replayed=True)
-                return hit
-        if self.ceiling_usd is not None:
-            worst = self.prices.price(model).worst_case(request.input_token_bound(), request.max_tokens)
-            if self.meter.spent_usd + worst > self.ceiling_usd:
-                raise CeilingReached(request.purpose, model, self.meter.spent_usd, worst, self.ceiling_usd)
-        try:
-            completion = self.backends.for_model(model, request.purpose).complete(model, request)
-        except RequestRefused:
-            self.meter.refused[request.purpose] += 1
-            raise
-        except CallFailed as exc:
-            self._bill_failure(request, model, exc)
-            raise
-        self._record(request, model, completion, replayed=False)
-        if use_cache:  # a cut reply is kept too, so a rerun replays the cut and its retry
+        worst = self.prices.price(model).worst_case(request.input_token_bound(), request.max_tokens)
+        self._check_ceiling(request.purpose, model, worst)
+        sent = self.ledger.send(self.run, key, request.purpose, model, worst)
+        completion = self._live(request, model, sent, worst)
+        self.ledger.settle(sent, [*self._lost(model, worst, completion.lost),
+                                  Bill("answered", self._cost(model, completion.model, completion.usage),
+                                       completion.model, completion.usage, reply=completion)])
+        failpoint("llm.settled")
+        if self.cache is not None:  # a cut reply is kept too, so a rerun replays the cut and its retry
             self.cache.put(model, request, completion)
+        self._counted.add(key)
+        self._record(request, model, completion, replayed=False)
         return completion
 
-    def _bill_failure(self, request: Request, model: str, exc: CallFailed, *, batched: bool = False) -> None:
-        """Count a failed call; one the API answered and billed (an empty reply, a refusal) is metered."""
-        self.meter.failed[request.purpose] += 1
-        usage = getattr(exc, "usage", None)
-        if usage is not None:  # billed although unusable
-            cost = self._cost(model, exc.answered, usage) * (BATCH_PRICE if batched else 1.0)
-            self.meter.add(CallRecord(request.purpose, model, exc.answered, usage, cost, batched=batched))
+    def _live(self, request: Request, model: str, sent: str, worst: float):
+        """The call ``sent`` on the wire; a failure is settled in the ledger as the API billed it."""
+        def guard(lost: int) -> None:
+            # Before an SDK retry: the ledger holds this call at one worst case; the replies lost
+            # so far were billed too, and the retry may be billed in full.
+            self._check_ceiling(request.purpose, model, worst * lost, retrying=True)
+
+        try:
+            completion = self.backends.for_model(model, request.purpose).complete(model, request, guard=guard)
+        except (CallFailed, CeilingReached) as exc:
+            self._count_retries(request.purpose, exc.retries)
+            usage = getattr(exc, "usage", None)
+            billed = [] if usage is None else [Bill("failed", self._cost(model, exc.answered, usage), exc.answered, usage)]
+            self.ledger.settle(sent, [*self._lost(model, worst, exc.lost), *billed])
+            if isinstance(exc, CallFailed):
+                self.meter.failed[request.purpose] += 1
+                if usage is not None:
+                    self.meter.add(CallRecord(request.purpose, model, exc.answered, usage, billed[0].cost_usd))
+            raise
+        self._count_retries(request.purpose, completion.retries)
+        return completion
+
+    def _count_retries(self, purpose: str, n: int) -> None:
+        if n:
+            self.meter.retried[purpose] += n
+
+    def _lost(self, model: str, worst: float, n: int) -> list[Bill]:
+        if n:
+            self.meter.lost[model] += n
+        return [Bill("lost", worst, model)] * n
+
+    def _check_ceiling(self, purpose: str, model: str, worst: float, *, retrying: bool = False) -> None:
+        if self.ceiling_usd is None or self.committed_usd + worst <= self.ceiling_usd:
+            return
+        error = CeilingReached(purpose, model, self.committed_usd, worst, self.ceiling_usd)
+        if retrying:  # raised inside the SDK's retry loop, which passes its own error types through
+            from .anthropic_backend import StopRetrying
+
+            raise StopRetrying(error)
+        raise error
+
+    def _record_held(self, request: Request, model: str, key: str, held) -> None:
+        """Meter a reply from a batch or the cache: the target's spend if its ledger paid for it
+        (and this process has not counted it yet), replayed for nothing otherwise."""
+        bill = None if key in self._counted else self.ledger.paid(self.run, key)
+        if bill is None:
+            self._record(request, model, held, replayed=True)
+            return
+        self._counted.add(key)
+        self.meter.add(CallRecord(request.purpose, model, held.model, held.usage, bill["cost_usd"],
+                                  batched=bill["batched"]))
 
     def _record(self, request: Request, model: str, completion, *, replayed: bool) -> None:
         self.meter.add(
@@ -174,3 +362,9 @@ class LLM:
         # A leak to an unpriced model is priced at the pinned model's rate; the run is
         # invalid anyway, and its spend must still count against the ceiling.
         return self.prices.cost(answered if self.prices.has(answered) else pinned, usage)
+
+
+def _wire_errors() -> tuple[type[BaseException], ...]:  # the SDK is imported only when a call is live
+    from .anthropic_backend import WIRE_ERRORS as errors
+
+    return errors

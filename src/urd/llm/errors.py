@@ -19,6 +19,9 @@ class KeyMissing(LLMError):
 class CallFailed(LLMError):
     """The SDK gave up on a call (after its own retries) or the reply had no text."""
 
+    retries = 0  # the SDK's retries before it gave up
+    lost = 0  # replies the API billed whose body never arrived whole
+
     def __init__(self, purpose: str, model: str, why: str) -> None:
         self.purpose, self.model, self.why = purpose, model, why
         super().__init__(f"{purpose} call on {model} failed: {why}")
@@ -34,6 +37,9 @@ class Truncated(CallFailed):
 
 class CeilingReached(LLMError):
     """A call was not made: at its worst case it could have taken the spend past the ceiling."""
+
+    retries = 0
+    lost = 0
 
     def __init__(self, purpose: str, model: str, spent: float, worst: float, ceiling: float) -> None:
         self.purpose, self.spent, self.worst, self.ceiling = purpose, spent, worst, ceiling

@@ -83,3 +83,6 @@ class Completion:
     model: str
     usage: Usage = field(default_factory=Usage)
     truncated: bool = False
+    # How the call went on the wire (never cached): the SDK's retries, and replies billed but lost
+    retries: int = field(default=0, compare=False)
+    lost: int = field(default=0, compare=False)

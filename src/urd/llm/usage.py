@@ -60,6 +60,8 @@ class Meter:
     refused: Counter = field(default_factory=Counter)
     failed: Counter = field(default_factory=Counter)
     truncated: Counter = field(default_factory=Counter)  # replies cut at max_tokens (billed, not parsed)
+    retried: Counter = field(default_factory=Counter)  # the SDK's retries (429, 529, 5xx, connection), per purpose
+    lost: Counter = field(default_factory=Counter)  # replies billed whose body never arrived, per model
 
     def add(self, record: CallRecord) -> None:
         self.records.append(record)
@@ -116,4 +118,7 @@ class Meter:
             "refused": dict(sorted(self.refused.items())),
             "failed": dict(sorted(self.failed.items())),
             "truncated": dict(sorted(self.truncated.items())),
+            # only where the wire misbehaved, so a report of a run without faults keeps its bytes
+            **({"retried": dict(sorted(self.retried.items()))} if self.retried else {}),
+            **({"lost": dict(sorted(self.lost.items()))} if self.lost else {}),
         }

@@ -266,6 +266,7 @@ def build(run, state: dict, *, world_sha256: str, calibration: dict) -> dict:
         "factor_credits": credits,
         "not_credited": refused,
         "meter": run.meter.summary(),
+        **({} if run.llm.ledger.path is None else {"ledger": run.llm.ledger.summary()}),
         "leaks": run.meter.leaks(),
         "decisions": run.decisions,
     }

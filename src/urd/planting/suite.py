@@ -84,6 +84,11 @@ def _parse_intents(reply: str) -> list[dict] | None:
     return out
 
 
+def ledger_target(model: str) -> tuple[str, ...]:
+    """The run's spend ledger (the ceiling is the whole run's)."""
+    return ("planting", model)
+
+
 class Run:
     def __init__(self, settings: Settings, model: str, *, world_path: Path, pins=None, yes=False, roster=None,
                  responder=None, record=None, log: Callable[[str], None] = print, run_dir: Path | None = None,
@@ -103,7 +108,8 @@ class Run:
         live_ceiling = None if all(m == SCRIPTED_MODEL for m in self.routes.by_purpose.values()) else \
             float(settings.raw["spend"]["max_usd_planting"])
         self.llm = build_llm(settings, self.routes, self.meter, responder=responder or PlantingResponder(self.roster),
-                             ceiling_usd=live_ceiling, record=record, http_client=http_client)
+                             ceiling_usd=live_ceiling, record=record, http_client=http_client,
+                             ledger=ledger_target(model), log=log)
         self.run_dir = fresh_run_dir(run_dir or settings.work_dir / "planting" / model)
         self.store = Store(self.run_dir / "store.sqlite")
         self.summaries: dict[tuple[str, str], str] = {}

@@ -25,6 +25,7 @@ import importlib.util
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import uuid
@@ -136,6 +137,29 @@ def plugin_sources(config: Mapping) -> list[Path]:
     return out
 
 
+def sweep_stale(root: Path) -> list[Path]:
+    """Remove the staging folders of jobs that were killed before they could clean up: those made
+    on this host by a process that is gone. Another host's are left to that host."""
+    swept = []
+    for folder in sorted(root.iterdir()) if root.is_dir() else []:
+        host, _, pid = folder.name.rpartition("-")[0].rpartition("-")  # <host>-<pid>-<id>
+        if host != socket.gethostname() or not pid.isdigit() or _alive(int(pid)):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        swept.append(folder)
+    return swept
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 @dataclass
 class Plan:
     """One job's sandbox: what is bound where, and where its outputs are staged."""
@@ -154,7 +178,9 @@ class Plan:
         if self.in_place:
             self.staged = {folder: folder for folder in sorted({o.parent for o in self.outputs})}
             return
-        self.staging_root = self.workdir / ".snakemake" / "sandbox" / uuid.uuid4().hex
+        root = self.workdir / ".snakemake" / "sandbox"
+        sweep_stale(root)
+        self.staging_root = root / f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
         for folder in sorted({o.parent for o in self.outputs}, key=lambda p: len(p.parts)):
             staging = self.staging_root / f"{len(self.staged)}"
             staging.mkdir(parents=True)

@@ -1,0 +1,259 @@
+"""The live path over a real socket: the anthropic SDK against the loopback Messages API
+(tests/messages_server.py), with the faults a live run meets. What the server billed is the
+truth each test holds the spend ledger to."""
+
+import json
+import socket
+import time
+
+import pytest
+from conftest import REPO
+from fake_messages_api import FakeMessagesAPI
+from messages_server import BATCHES, MESSAGES, MessagesServer
+
+from urd.agentmem import cli as agentmem_cli
+from urd.agentmem import settings as settings_mod
+from urd.agentmem import trip_vs_move, update_gate
+from urd.llm.batches import BatchJournal
+from urd.llm.ledger import SpendLedger
+
+KEY = "sk-ant-wire-test-key"
+MODEL = "claude-sonnet-5-5"
+SMALL = {"move": 1, "trip-alone": 1}
+QUIET = {"log": lambda line: None}
+
+
+@pytest.fixture
+def server(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    with MessagesServer(lifetime_s=300) as srv:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", srv.base_url)
+        yield srv
+
+
+def make_settings(tmp_path, **changes):
+    base = settings_mod.load(REPO / "config/agentmem.yaml")
+    return settings_mod.with_overrides(base, {
+        "work_dir": str(tmp_path / "work"), "calibration_dir": str(REPO / "calibration/agentmem"),
+        "llm.max_retries": 2, "llm.timeout_s": 5, **changes})
+
+
+def trip(tmp_path, **changes):
+    return trip_vs_move.run_suite("reader", MODEL, make_settings(tmp_path, **changes), runs=SMALL, yes=True, **QUIET)
+
+
+BATCHED = {"llm.batches": True, "llm.batch_poll_s": 0.01}
+
+
+def gate(tmp_path, log=QUIET["log"], **changes):
+    return update_gate.run_suite(MODEL, make_settings(tmp_path, **BATCHED, **changes), samples=1, yes=True, log=log)
+
+
+def ledgers(tmp_path) -> list[SpendLedger]:
+    return [SpendLedger(p) for p in sorted((tmp_path / "work" / "ledgers").rglob("*.jsonl"))]
+
+
+def ledger_total(tmp_path) -> float:
+    return sum(ledger.billed_usd for ledger in ledgers(tmp_path))
+
+
+def prices(tmp_path):
+    return make_settings(tmp_path).prices
+
+
+# --- single calls: the SDK's retries, counted; what it gives up on, incomplete ----------------------
+def test_429_with_retry_after_529_500_and_a_refused_connection_are_retried_counted_and_billed_once(server, tmp_path):
+    server.fault("429", retry_after="1").fault("529").fault("500").fault("refuse")
+    report = trip(tmp_path, **{"llm.max_retries": 4})
+    assert all(r["passed"] for r in report["runs"])
+    retried = sum(sum(r["usage"].get("retried", {}).values()) for r in report["runs"])
+    assert retried == 4
+    first = server.requests_to(MESSAGES)
+    assert [e["outcome"] for e in first[:5]] == ["429", "529", "500", "refused", "answered"]
+    assert [e["retry"] for e in first[:5]] == [0, 1, 2, 3, 4]  # one call, retried by the SDK
+    assert first[1]["at"] - first[0]["at"] >= 0.9  # the SDK waited as retry-after asked
+    assert report["spend"]["ledger_usd"] == pytest.approx(server.billed_usd(prices(tmp_path)), abs=1e-6)
+    assert sum(server.billed_requests().values()) == sum(r["usage"]["calls"] for r in report["runs"])
+
+
+def test_after_the_sdk_gives_up_the_run_is_incomplete_with_one_line_and_nothing_billed(server, tmp_path):
+    server.fault("529", times=50)
+    report = trip(tmp_path)
+    run = report["runs"][0]
+    assert run["passed"] is None and "\n" not in run["incomplete"] and "HTTP 529" in run["incomplete"]
+    assert report["verdict"]["bar_met"] is None
+    assert len(server.requests_to(MESSAGES)) >= 3  # the first try and the SDK's two retries, per run
+    assert server.billed == [] and ledger_total(tmp_path) == 0
+    assert all(ledger.in_flight() == [] for ledger in ledgers(tmp_path))
+
+
+def test_a_reply_cut_mid_body_is_billed_by_the_server_counted_at_its_worst_case_and_retried(server, tmp_path):
+    clean = trip(tmp_path / "clean")
+    server.billed.clear()
+    server.fault("reset", after=2)
+    report = trip(tmp_path / "cut")
+    assert [r["checks"] for r in report["runs"]] == [r["checks"] for r in clean["runs"]]
+    assert sum(sum(r["usage"].get("lost", {}).values()) for r in report["runs"]) == 1
+    lost = [b for b in server.billed if b["lost"]]
+    assert len(lost) == 1
+    ledger = next(lg for lg in ledgers(tmp_path / "cut") if lg.summary()["lost_replies"])
+    assert ledger.summary()["lost_replies"] == 1
+    # the lost reply's usage never arrived: the ledger holds it at its worst case, never less
+    assert ledger_total(tmp_path / "cut") >= server.billed_usd(prices(tmp_path)) > clean["spend"]["ledger_usd"]
+
+
+def test_a_stall_past_the_timeout_is_bounded_and_never_a_pass(server, tmp_path):
+    server.fault("stall", seconds=3, times=10)
+    start = time.monotonic()
+    report = trip_vs_move.run_suite("reader", MODEL, make_settings(tmp_path, **{"llm.timeout_s": 0.3, "llm.max_retries": 1}),
+                                    runs={"move": 1}, yes=True, **QUIET)
+    assert time.monotonic() - start < 15
+    run = report["runs"][0]
+    assert run["passed"] is None and "APITimeoutError" in run["incomplete"]
+    assert server.billed == [] and ledger_total(tmp_path) == 0
+
+
+def test_a_server_that_is_not_there_is_an_incomplete_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{port}")
+    report = trip_vs_move.run_suite("reader", MODEL, make_settings(tmp_path, **{"llm.max_retries": 0}), runs={"move": 1},
+                                    yes=True, **QUIET)
+    assert report["runs"][0]["passed"] is None and "APIConnectionError" in report["runs"][0]["incomplete"]
+
+
+# --- Message Batches --------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def clean_gate(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("clean-gate")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("ANTHROPIC_API_KEY", KEY)
+    with MessagesServer(lifetime_s=300) as srv:
+        mp.setenv("ANTHROPIC_BASE_URL", srv.base_url)
+        report = gate(tmp)
+    mp.undo()
+    return report, srv
+
+
+def test_a_batch_in_progress_is_polled_to_its_end_and_read_once(server, tmp_path, clean_gate):
+    server.api.batch_polls = 3
+    report = gate(tmp_path)
+    assert report["sets"] == clean_gate[0]["sets"] and report["usage"] == clean_gate[0]["usage"]
+    assert server.creates == 2 and len(server.requests_to(BATCHES)) == 2
+    assert all(n >= 4 for n in server.api.polls.values())
+    assert report["spend"]["ledger"]["billed_usd"] == pytest.approx(server.billed_usd(prices(tmp_path)), abs=1e-6)
+
+
+def test_a_results_stream_cut_short_is_read_again_and_each_result_settled_once(server, tmp_path, clean_gate):
+    server.fault("cut", BATCHES + "/", method="GET", suffix="/results")
+    report = gate(tmp_path)
+    assert report["sets"] == clean_gate[0]["sets"] and report["usage"] == clean_gate[0]["usage"]
+    assert server.creates == 2
+    results = [e for e in server.log if e["path"].endswith("/results")]
+    assert results[0]["outcome"] == "cut mid-body" and len(results) == 3
+    assert report["spend"]["ledger"]["billed_usd"] == pytest.approx(server.billed_usd(prices(tmp_path)), abs=1e-6)
+    assert report["spend"]["ledger"]["billed_replies"] == clean_gate[0]["spend"]["ledger"]["billed_replies"]
+
+
+def test_a_poll_that_keeps_failing_leaves_the_batch_named_and_a_rerun_resumes_it(server, tmp_path, clean_gate):
+    server.fault("500", BATCHES + "/", method="GET", times=6 * 3)  # each poll: the try and the SDK's 2 retries
+    lines = []
+    left = gate(tmp_path, log=lines.append)
+    assert left["incomplete"] and "msgbatch_1 left in progress" in left["incomplete"]
+    assert "python -m urd.agentmem batches cancel msgbatch_1" in left["incomplete"]
+    journal = BatchJournal(tmp_path / "work" / "llm-batches")
+    assert [r["id"] for r in journal.open_records()] == ["msgbatch_1"]
+    # the batch's worst case stays committed while nobody has read it
+    assert ledgers(tmp_path)[0].summary()["in_flight"] == 178
+    lines.clear()
+    again = gate(tmp_path, log=lines.append)
+    assert any("resuming message batch msgbatch_1" in line for line in lines)
+    assert server.creates == 2  # the left batch was resumed, not sent again
+    assert again["sets"] == clean_gate[0]["sets"] and again["usage"] == clean_gate[0]["usage"]
+    assert again["spend"]["ledger"]["billed_usd"] == pytest.approx(server.billed_usd(prices(tmp_path)), abs=1e-6)
+    assert journal.open_records() == [] and server.billed_requests() == clean_gate[1].billed_requests()
+
+
+def test_a_left_batch_is_cancelled_by_command_and_what_it_did_is_kept(server, tmp_path):
+    server.api.batch_polls = 10**6
+    server.fault("500", BATCHES + "/", method="GET", times=6 * 3)
+    gate(tmp_path)
+    server.faults.clear()
+    s = make_settings(tmp_path, **BATCHED)
+    settings_json = json.dumps(s.raw, default=str)
+    assert agentmem_cli.main(["batches", "list", "--settings", settings_json]) == 0
+    assert agentmem_cli.main(["batches", "cancel", "msgbatch_1", "--settings", settings_json]) == 0
+    assert [e for e in server.log if e["path"].endswith("/cancel")]
+    record = BatchJournal(tmp_path / "work" / "llm-batches").find("msgbatch_1")
+    assert record["state"] == "canceled"
+    assert ledger_total(tmp_path) == pytest.approx(server.billed_usd(prices(tmp_path)), abs=1e-6)
+    assert ledgers(tmp_path)[0].in_flight() == []
+
+
+# --- the batch path under the ceiling ----------------------------------------------------------------
+def test_a_batch_whose_summed_worst_case_would_pass_the_ceiling_is_cut_before_it_is_sent(server, tmp_path):
+    ceiling = 0.5
+    report = gate(tmp_path, **{"spend.max_usd_update_gate": ceiling})
+    sent = [json.loads(b) for b in server.bodies[BATCHES]]
+    assert 0 < len(sent[0]["requests"]) < 178  # cut at the ceiling, not sent whole
+    worst = sum(s["worst_usd"] for lg in ledgers(tmp_path) for s in lg._sends.values() if s["batch"])
+    assert worst <= ceiling
+    assert ledger_total(tmp_path) == pytest.approx(server.billed_usd(prices(tmp_path)), abs=1e-9)
+    assert server.billed_usd(prices(tmp_path)) <= ceiling
+    assert report["incomplete"] is not None or report["spend"]["ledger"]["billed_usd"] <= ceiling
+
+
+class _EmptyFor:
+    """Answers as the table does, but with an empty reply (billed, unusable) for one pair's reading."""
+
+    def __init__(self, marker):
+        self.inner = FakeMessagesAPI().responder
+        self.marker = marker
+
+    def __call__(self, request):
+        answer = self.inner(request)
+        return "" if self.marker in request.user and isinstance(answer, str) else answer
+
+
+def test_failed_batch_items_are_billed_as_the_server_billed_them(server, tmp_path):
+    server.api.responder = _EmptyFor("Porto")
+    report = gate(tmp_path)
+    assert sum(report["usage"]["failed"].values()) > 0
+    # asked again alone, the failed ones are billed again, by the server and the ledger alike
+    assert report["spend"]["ledger"]["billed_usd"] == pytest.approx(server.billed_usd(prices(tmp_path)), abs=1e-6)
+
+
+def test_the_dry_runs_estimate_is_what_a_rerun_would_still_spend(server, tmp_path):
+    from urd.agentmem import smk
+
+    raw = make_settings(tmp_path, **BATCHED).raw
+    before = smk.update_gate_estimate(raw, MODEL)
+    server.fault("500", BATCHES + "/", method="GET", times=6 * 3)  # the first batch is left, billed, unread
+    gate(tmp_path)
+    paid = ledgers(tmp_path)[0].billed_usd
+    assert paid == 0  # nothing read yet: the left batch is in flight, its worst case committed
+    server.faults.clear()
+    gate(tmp_path)
+    paid = ledgers(tmp_path)[0].billed_usd
+    after = smk.update_gate_estimate(raw, MODEL)
+    assert after.usd == pytest.approx(max(0.0, before.usd - paid), abs=1e-9) and after.usd < before.usd
+    assert "already paid for" in after.note
+    assert smk.update_gate_estimate(raw, "claude-sonnet-4-6").usd == smk.update_gate_estimate(
+        make_settings(tmp_path / "fresh", **BATCHED).raw, "claude-sonnet-4-6").usd  # another target: untouched
+
+
+def test_no_retry_after_a_lost_reply_is_sent_if_it_could_pass_the_ceiling(server, tmp_path):
+    trip_vs_move.run_suite("reader", MODEL, make_settings(tmp_path / "probe"), runs={"move": 1}, yes=True, **QUIET)
+    first = next(iter(ledgers(tmp_path / "probe")[0]._sends.values()))["worst_usd"]
+    server.log.clear()
+    server.fault("reset")
+    ceiling = 1.5 * first  # room for the call, not for the call and its retry after the lost reply
+    report = trip_vs_move.run_suite("reader", MODEL, make_settings(tmp_path, **{"spend.max_usd_per_run": ceiling}),
+                                    runs={"move": 1}, yes=True, **QUIET)
+    run = report["runs"][0]
+    assert run["passed"] is None and "past the ceiling" in run["incomplete"]
+    assert [e["outcome"] for e in server.requests_to(MESSAGES)] == ["cut mid-body"]  # the retry was never sent
+    ledger = ledgers(tmp_path)[0]
+    assert ledger.summary()["lost_replies"] == 1 and ledger.committed_usd <= ceiling

@@ -1,0 +1,52 @@
+"""The spend ledger on its own: what it commits, what a torn or foreign line does, and whose
+calls count as a run's spend."""
+
+import pytest
+
+from urd.core.errors import InputError
+from urd.llm import Completion, Usage
+from urd.llm.ledger import Bill, SpendLedger
+
+
+def test_a_call_in_flight_counts_at_its_worst_case_until_settled_across_processes(tmp_path):
+    path = tmp_path / "t.jsonl"
+    a = SpendLedger(path)
+    sent = a.send("run-1", "k1", "extract", "m", 0.30)
+    assert a.committed_usd == pytest.approx(0.30) and a.billed_usd == 0
+    # another process reading the same target sees the same commitment
+    assert SpendLedger(path).committed_usd == pytest.approx(0.30)
+    reply = Completion("ok", "m", Usage(10, 5))
+    a.settle(sent, [Bill("lost", 0.30, "m"), Bill("answered", 0.01, "m", Usage(10, 5), reply=reply)])
+    b = SpendLedger(path)
+    assert b.billed_usd == pytest.approx(0.31) and b.committed_usd == pytest.approx(0.31) and b.in_flight() == []
+    assert b.summary()["lost_replies"] == 1 and b.summary()["billed_replies"] == 2
+    assert b.reply("k1") == reply and b.reply("k2") is None
+
+
+def test_a_call_paid_by_a_run_counts_as_that_runs_and_no_other(tmp_path):
+    ledger = SpendLedger(tmp_path / "t.jsonl")
+    ledger.settle(ledger.send("run-1", "k", "judge", "m", 1.0), [Bill("answered", 0.02, "m", Usage(1, 1))])
+    assert ledger.paid("run-1", "k")["cost_usd"] == pytest.approx(0.02)
+    assert ledger.paid("run-2", "k") is None
+    assert ledger.billed_usd_for("run-1") == pytest.approx(0.02) and ledger.billed_usd_for("run-2") == 0
+
+
+def test_a_torn_last_line_is_a_kill_while_appending_and_any_other_bad_line_is_named(tmp_path):
+    path = tmp_path / "t.jsonl"
+    ledger = SpendLedger(path)
+    ledger.send("r", "k", "p", "m", 0.5)
+    whole = path.read_bytes()
+    path.write_bytes(whole + b'{"op":"settle","id":')  # the settlement torn: the call stays in flight
+    assert SpendLedger(path).committed_usd == pytest.approx(0.5)
+    path.write_bytes(whole + b"not json\n" + whole)
+    with pytest.raises(InputError, match=r"t\.jsonl:2"):
+        SpendLedger(path)
+    path.write_bytes(b'{"op":"refund","id":"x"}\n')
+    with pytest.raises(InputError, match=r"t\.jsonl:1: entry.*refund"):
+        SpendLedger(path)
+
+
+def test_a_ledger_in_memory_writes_nothing(tmp_path):
+    ledger = SpendLedger(None)
+    ledger.settle(ledger.send("r", "k", "p", "m", 0.5), [])
+    assert ledger.committed_usd == 0 and ledger.summary()["file"] is None and list(tmp_path.iterdir()) == []
