@@ -214,11 +214,11 @@ def slurm_cluster():
             pytest.fail(f"URD_REQUIRE_SLURM=1 but {reason}")
         pytest.skip(reason)
 
-    reason = missing_reason()
-    if reason:
-        unavailable(reason)
     with open(LOCK, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        fcntl.flock(lock, fcntl.LOCK_EX)  # before looking: another worker's cluster may be stopping
+        reason = missing_reason()
+        if reason:
+            unavailable(reason)
         root = Path(tempfile.mkdtemp(prefix="urd-slurm-"))
         cluster = SlurmCluster(root)
         try:

@@ -7,20 +7,17 @@ import socket
 import time
 
 import pytest
-from conftest import REPO
 from fake_messages_api import FakeMessagesAPI
 from messages_server import BATCHES, MESSAGES, MessagesServer
+from test_agentmem_live import MODEL, QUIET, SMALL
+from test_agentmem_live import make_settings as live_settings
 
 from urd.agentmem import cli as agentmem_cli
-from urd.agentmem import settings as settings_mod
 from urd.agentmem import trip_vs_move, update_gate
 from urd.llm.batches import BatchJournal
 from urd.llm.ledger import SpendLedger
 
 KEY = "sk-ant-wire-test-key"
-MODEL = "claude-sonnet-5-5"
-SMALL = {"move": 1, "trip-alone": 1}
-QUIET = {"log": lambda line: None}
 
 
 @pytest.fixture
@@ -32,10 +29,7 @@ def server(monkeypatch):
 
 
 def make_settings(tmp_path, **changes):
-    base = settings_mod.load(REPO / "config/agentmem.yaml")
-    return settings_mod.with_overrides(base, {
-        "work_dir": str(tmp_path / "work"), "calibration_dir": str(REPO / "calibration/agentmem"),
-        "llm.max_retries": 2, "llm.timeout_s": 5, **changes})
+    return live_settings(tmp_path, **{"llm.max_retries": 2, "llm.timeout_s": 5, **changes})
 
 
 def trip(tmp_path, **changes):

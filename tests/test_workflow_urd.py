@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -150,21 +151,32 @@ def test_a_hub_serving_other_bytes_than_the_pin_fails_the_job_and_leaves_nothing
 REDUCED = ["--config", "evaluate_episodes=1", "evaluate_queries=2"]
 
 
-def test_a_summary_reads_only_its_declared_cells(workflow, tmp_path):
-    """Leftover cells of an earlier run in the folder change nothing: same bytes as a fresh copy."""
+@pytest.fixture(scope="module")
+def vanilla_built(tmp_path_factory):
+    """One reduced build of `vanilla` on tiny in a fresh copy; a test that changes it works on a copy."""
     from conftest import copy_workflow
 
-    snakemake(workflow, TINY, *REDUCED, "systems=[vanilla,gzip_tail]", check=True)
-    snakemake(workflow, TINY, *REDUCED, "systems=[vanilla]", check=True)
-    fresh = copy_workflow(tmp_path / "fresh")
-    snakemake(fresh, TINY, *REDUCED, "systems=[vanilla]", check=True)
-    mine = json.loads((workflow / TINY).read_text())
-    assert set(mine["cells"]) == {"vanilla"} and (workflow / "results/urd/tiny/gzip_tail").is_dir()
-    assert (workflow / TINY).read_bytes() == (fresh / TINY).read_bytes()
+    wf = copy_workflow(tmp_path_factory.mktemp("vanilla") / "wf")
+    snakemake(wf, TINY, *REDUCED, "systems=[vanilla]", check=True)
+    return wf
 
 
-def test_a_truncated_cell_is_refused_naming_the_file(workflow):
-    snakemake(workflow, TINY, *REDUCED, "systems=[vanilla]", check=True)
+def copy_of(built, dest):
+    return shutil.copytree(built, dest, symlinks=True)  # mtimes kept: Snakemake sees it up to date
+
+
+def test_a_summary_reads_only_its_declared_cells(vanilla_built, tmp_path):
+    """Leftover cells of an earlier run in the folder change nothing: same bytes as a fresh build."""
+    wf = copy_of(vanilla_built, tmp_path / "wf")
+    snakemake(wf, TINY, *REDUCED, "systems=[vanilla,gzip_tail]", check=True)
+    snakemake(wf, TINY, *REDUCED, "systems=[vanilla]", check=True)
+    mine = json.loads((wf / TINY).read_text())
+    assert set(mine["cells"]) == {"vanilla"} and (wf / "results/urd/tiny/gzip_tail").is_dir()
+    assert (wf / TINY).read_bytes() == (vanilla_built / TINY).read_bytes()
+
+
+def test_a_truncated_cell_is_refused_naming_the_file(vanilla_built, tmp_path):
+    workflow = copy_of(vanilla_built, tmp_path / "wf")
     raw = workflow / "results/urd/tiny/vanilla/t2/over/raw.jsonl"
     lines = raw.read_text().splitlines(keepends=True)
     raw.write_text("".join(lines[:-1]))  # one reply lost

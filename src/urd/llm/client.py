@@ -126,8 +126,9 @@ class LLM:
         resumed first. Requests the cache holds, scripted ones, and any that would take the
         committed spend past the ceiling at their worst case are left to ``ask``. Returns how many
         went in a new batch."""
-        for record in self.batches.open_records(self.ledger.path) if self.batches else []:
-            self._resume(record, poll_s)
+        if self.batches is not None and self.ledger.path is not None:  # only this target's batches
+            for record in self.batches.open_records(self.ledger.path):
+                self._resume(record, poll_s)
         todo, worst = [], 0.0
         for r in dict.fromkeys(requests):
             model = self.routes.model_for(r.purpose)
@@ -240,6 +241,8 @@ class LLM:
             bills = [] if usage is None else [
                 Bill("failed", BATCH_PRICE * self._cost(model, got.answered, usage), got.answered, usage, batched=True)]
             self.ledger.settle(send, bills)
+            for bill in bills:  # billed although unusable
+                self.meter.add(CallRecord(request.purpose, model, bill.model, usage, bill.cost_usd, batched=True))
             return  # asked again, alone, when the suite needs it
         self.ledger.settle(send, [Bill("answered", BATCH_PRICE * self._cost(model, got.model, got.usage), got.model,
                                        got.usage, batched=True, reply=got)])
