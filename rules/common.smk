@@ -66,7 +66,7 @@ def cell_code(wildcards):
 
 
 def cell_spec_json(wildcards):
-    return json.dumps(W.cell_spec(config, wildcards.task), sort_keys=True)
+    return json.dumps(W.cell_spec(config, wildcards.task, wildcards.get("system")), sort_keys=True)
 
 
 def cpu_seconds(step):

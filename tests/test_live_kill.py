@@ -166,6 +166,9 @@ def test_a_kill_then_a_rerun_gives_the_uninterrupted_report_and_bills_nothing_tw
         assert sum(lg.billed_usd for lg in books) == pytest.approx(server.billed_usd(_prices(tmp_path)), abs=1e-9)
         # a call killed in flight may have been billed: it stays committed at its worst case
         assert sum(len(lg.in_flight()) for lg in books) == (1 if where == "mid-call" else 0)
+        spend = settings_mod.load(REPO / "config/agentmem.yaml").raw["spend"]
+        ceiling = {"trip-vs-move": "max_usd_per_run", "update-gate": "max_usd_update_gate", "planting": "max_usd_planting"}
+        assert all(lg.committed_usd <= float(spend[ceiling[suite]]) for lg in books)  # both processes together
 
 
 def _prices(tmp):
@@ -191,3 +194,21 @@ def test_the_ceiling_holds_across_a_killed_run_and_its_rerun(tmp_path):
     # the two processes together spent what one would have, under the one ceiling
     assert 0 < paid_before < billed == pytest.approx(whole, abs=1e-9)
     assert billed <= 0.05 and ledgers(tmp_path / "cut")[0].committed_usd <= 0.05
+
+
+def test_an_interrupted_poll_says_which_batch_it_left_and_how_to_cancel_it(tmp_path):
+    api = api_for("update-gate")
+    api.batch_polls = 10**6
+    with MessagesServer(api, lifetime_s=120) as server:
+        proc = subprocess.Popen(command("update-gate", tmp_path), env=env(server), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, cwd=REPO)
+        start = time.monotonic()
+        while not any(n >= 2 for n in api.polls.values()):
+            assert proc.poll() is None and time.monotonic() - start < 60
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)  # Ctrl-C
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode != 0
+    assert "message batch msgbatch_1 left in progress (interrupted)" in err, err[-1500:]
+    assert "python -m urd.agentmem batches cancel msgbatch_1" in err
+    assert (tmp_path / "work" / "llm-batches" / "msgbatch_1.json").exists()

@@ -26,12 +26,14 @@ def readme_plugin() -> str:
 
 
 @pytest.fixture()
-def plugin_workflow(workflow, monkeypatch):
+def plugin_workflow(vanilla_built, tmp_path, monkeypatch):
+    """The README's plug-in beside a reduced build of vanilla (a copy): only its own cells are new."""
+    workflow = copy_of(vanilla_built, tmp_path / "wf")
     (workflow / "my_systems.py").write_text(readme_plugin())
     (workflow / "reduced.yaml").write_text(
         "plugins: {head: 'my_systems:Head'}\n"
         "systems: [vanilla, head]\n"
-        "evaluate_episodes: 2\n"
+        "evaluate_episodes: 1\n"
         "evaluate_queries: 2\n"
     )
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(workflow), os.environ.get("PYTHONPATH")])))
@@ -40,17 +42,20 @@ def plugin_workflow(workflow, monkeypatch):
 
 def test_tiny_end_to_end_with_a_plugin_then_rescore(plugin_workflow):
     wf = plugin_workflow
-    snakemake(wf, TINY, "--configfile", "reduced.yaml", check=True)
+    built = snakemake(wf, TINY, "--configfile", "reduced.yaml", check=True)
+    # registering the plug-in reran nothing vanilla had built (its prefill, control and cells)
+    counts = dict(re.findall(r"^(\w+)\s+(\d+)$", built.stdout + built.stderr, re.M))
+    assert counts == {"consolidate": "4", "answer": "4", "judge": "4", "summary": "1", "total": "13"}, counts
     summary = json.loads((wf / TINY).read_text())
     assert set(summary["cells"]) == {"vanilla", "head"}
     head = summary["cells"]["head"]["t1"]["over"]
-    assert len(head["episodes"]) == 2
+    assert len(head["episodes"]) == 1
     assert 0 < head["fiche_bytes"]["max"] <= 120
     assert head["declared_tokens"]["max"] == 0 and head["out_of_contract"] is False
     # a random-weight model scores 0 in session A: retention is undefined, with the reason
     assert head["score_A"] == 0  # tiny's seeded random weights recall nothing
     assert head["retention"] is None and "score A (in-session control) is 0" in head["retention_undefined"]
-    # two queries an episode: both T2 episodes start with non-trigger queries, so no discrimination
+    # two queries an episode: the T2 episode starts with non-trigger queries, so no discrimination
     t2 = summary["cells"]["vanilla"]["t2"]["sanity"]
     assert t2["score_A"] is None and t2["rate_trigger_A"] is None and t2["rate_non_trigger_A"] == 0.0
     assert t2["retention"] is None and "no episode has a score A" in t2["retention_undefined"]
@@ -63,8 +68,8 @@ def test_tiny_end_to_end_with_a_plugin_then_rescore(plugin_workflow):
     for key in ("episode", "query_id", "kind", "prompt_sha256", "response", "parsed", "expected", "verdict", "marker"):
         assert key in line
     # progress was reported per episode
-    assert "episode 2/2 consolidated" in (wf / "logs/urd/tiny/head/t1/over.consolidate.log").read_text()
-    assert "episode 2/2 answered" in (wf / "logs/urd/tiny/head/t1/over.answer.log").read_text()
+    assert "episode 1/1 consolidated" in (wf / "logs/urd/tiny/head/t1/over.consolidate.log").read_text()
+    assert "episode 1/1 answered" in (wf / "logs/urd/tiny/head/t1/over.answer.log").read_text()
 
     # editing the plug-in's module reruns its own cells and what folds them, nothing else
     with open(wf / "my_systems.py", "a") as fh:
@@ -166,13 +171,17 @@ def copy_of(built, dest):
 
 
 def test_a_summary_reads_only_its_declared_cells(vanilla_built, tmp_path):
-    """Leftover cells of an earlier run in the folder change nothing: same bytes as a fresh build."""
+    """Leftover cells of an earlier run in the folder change nothing, even outside the sandbox (the
+    summary's own discipline): the same summary as the fresh build's, the sandbox setting aside."""
     wf = copy_of(vanilla_built, tmp_path / "wf")
-    snakemake(wf, TINY, *REDUCED, "systems=[vanilla,gzip_tail]", check=True)
-    snakemake(wf, TINY, *REDUCED, "systems=[vanilla]", check=True)
-    mine = json.loads((wf / TINY).read_text())
-    assert set(mine["cells"]) == {"vanilla"} and (wf / "results/urd/tiny/gzip_tail").is_dir()
-    assert (wf / TINY).read_bytes() == (vanilla_built / TINY).read_bytes()
+    shutil.copytree(wf / "results/urd/tiny/vanilla", wf / "results/urd/tiny/gzip_tail")  # another system's cells
+    snakemake(wf, TINY, *REDUCED, "systems=[vanilla]", "sandbox=off", "--forcerun", "summary", check=True)
+    mine, fresh = (json.loads((d / TINY).read_text()) for d in (wf, vanilla_built))
+    assert set(mine["cells"]) == {"vanilla"} and mine["provenance"]["sandbox"]["summary"] == "off (sandbox: off)"
+    assert mine["provenance"]["sandbox"]["cells"] == fresh["provenance"]["sandbox"]["cells"]
+    for summary in (mine, fresh):  # what the sandbox setting itself changes
+        summary["provenance"].pop("sandbox"), summary["provenance"].pop("config_sha256")
+    assert mine == fresh
 
 
 def test_a_truncated_cell_is_refused_naming_the_file(vanilla_built, tmp_path):

@@ -40,15 +40,25 @@ def _labelled(records: list[dict], key: str = "sandbox") -> list[dict]:
     return [{**r, key: label} for r in records]
 
 
-def cell_spec(config: dict, task: str) -> dict:
-    """What a cell depends on, so a change elsewhere in the config does not rerun it."""
+ALL_SYSTEMS = "*"
+
+
+def cell_spec(config: dict, task: str, system: str | None = ALL_SYSTEMS) -> dict:
+    """What a cell depends on, so a change elsewhere in the config does not rerun it: the plug-in
+    entry and settings of its own ``system`` only (none for a job without one, such as the
+    prefill; every system's for ``ALL_SYSTEMS``, as the controls read several), so registering
+    another system's plug-in reruns nothing already built."""
+    plugins, settings = config.get("plugins", {}), config.get("system_settings", {})
+    if system != ALL_SYSTEMS:
+        plugins = {k: v for k, v in plugins.items() if k == system}
+        settings = {k: v for k, v in settings.items() if k == system}
     return {
         "consolidation_factor": config["consolidation_factor"],
         "decode": config["decode"][task],
         "evaluate_episodes": config.get("evaluate_episodes"),
         "evaluate_queries": config.get("evaluate_queries"),
-        "plugins": config.get("plugins", {}),
-        "system_settings": config.get("system_settings", {}),
+        "plugins": plugins,
+        "system_settings": settings,
         "strategy": config["strategy"],
     }
 
