@@ -25,10 +25,13 @@ def test_a_call_in_flight_counts_at_its_worst_case_until_settled_across_processe
 
 def test_a_call_paid_by_a_run_counts_as_that_runs_and_no_other(tmp_path):
     ledger = SpendLedger(tmp_path / "t.jsonl")
-    ledger.settle(ledger.send("run-1", "k", "judge", "m", 1.0), [Bill("answered", 0.02, "m", Usage(1, 1))])
+    ledger.settle(ledger.send("run-1", "k", "judge", "m", 1.0),
+                  [Bill("lost", 1.0, "m"), Bill("answered", 0.02, "m", Usage(1, 1))])
     assert ledger.paid("run-1", "k")["cost_usd"] == pytest.approx(0.02)
     assert ledger.paid("run-2", "k") is None
-    assert ledger.billed_usd_for("run-1") == pytest.approx(0.02) and ledger.billed_usd_for("run-2") == 0
+    # what a rerun replays for nothing: the answered reply, not the lost one (asked again)
+    assert ledger.answered_usd_for("run-1") == pytest.approx(0.02) and ledger.answered_usd_for("run-2") == 0
+    assert ledger.billed_usd == pytest.approx(1.02)
 
 
 def test_a_torn_last_line_is_a_kill_while_appending_and_any_other_bad_line_is_named(tmp_path):
@@ -38,6 +41,9 @@ def test_a_torn_last_line_is_a_kill_while_appending_and_any_other_bad_line_is_na
     whole = path.read_bytes()
     path.write_bytes(whole + b'{"op":"settle","id":')  # the settlement torn: the call stays in flight
     assert SpendLedger(path).committed_usd == pytest.approx(0.5)
+    again = SpendLedger(path)  # the next process appends after cutting the torn line off
+    again.settle(again.send("r", "k2", "p", "m", 0.25), [])
+    assert SpendLedger(path).committed_usd == pytest.approx(0.5) and len(SpendLedger(path)._sends) == 2
     path.write_bytes(whole + b"not json\n" + whole)
     with pytest.raises(InputError, match=r"t\.jsonl:2"):
         SpendLedger(path)

@@ -93,7 +93,7 @@ def still_to_spend(settings: Settings, routes: Routes, targets: list[tuple[str, 
         path = ledger_path(settings, *target)
         if path.exists():
             ledger = SpendLedger(path)
-            paid += ledger.billed_usd_for(run_fingerprint(settings, routes, target))
+            paid += ledger.answered_usd_for(run_fingerprint(settings, routes, target))
             committed += ledger.committed_usd
     if not paid and not committed:
         return estimate

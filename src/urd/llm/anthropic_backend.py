@@ -42,16 +42,22 @@ class _Attempts:
         self.sent, self.ok, self.guard = 0, 0, guard
 
     def on_request(self, request) -> None:
-        if request.method != "POST" or request.url.path.rstrip("/") != "/v1/messages":
+        if not _is_message(request):
             return
         if self.sent and self.guard is not None:
-            self.guard(self.ok)  # a retry: the replies billed so far may leave no room for it
+            # A retry: every attempt so far may have been billed (a 200 whose body was lost, or a
+            # request the server went on answering after the client's timeout).
+            self.guard(self.sent)
         self.sent += 1
 
     def on_response(self, response) -> None:
-        request = response.request
-        if request.method == "POST" and request.url.path.rstrip("/") == "/v1/messages" and response.status_code == 200:
+        if _is_message(response.request) and response.status_code == 200:
             self.ok += 1
+
+
+def _is_message(request) -> bool:
+    # a gateway may put the API under a prefix (ANTHROPIC_BASE_URL=https://gw/anthropic)
+    return request.method == "POST" and request.url.path.rstrip("/").endswith("/v1/messages")
 
 
 class _Hook:
@@ -136,11 +142,13 @@ class AnthropicBackend:
                               lost=self._attempts.ok) from None
         except anthropic.APIConnectionError as exc:
             raise self._tally(CallFailed(request.purpose, model, type(exc).__name__), lost=self._attempts.ok) from None
+        except anthropic.AnthropicError as exc:  # a reply the SDK could not read (billed if it came as 200)
+            raise self._tally(CallFailed(request.purpose, model, type(exc).__name__), lost=self._attempts.ok) from None
         try:
             done = _completion(request, model, message)
         except CallFailed as exc:
-            raise self._tally(exc, lost=self._attempts.ok - 1) from None
-        return dataclasses.replace(done, retries=self._attempts.sent - 1, lost=self._attempts.ok - 1)
+            raise self._tally(exc, lost=max(self._attempts.ok - 1, 0)) from None
+        return dataclasses.replace(done, retries=max(self._attempts.sent - 1, 0), lost=max(self._attempts.ok - 1, 0))
 
     def _tally(self, error: Exception, *, lost: int) -> Exception:
         error.retries, error.lost = max(self._attempts.sent - 1, 0), lost

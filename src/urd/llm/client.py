@@ -169,7 +169,7 @@ class LLM:
             return backend.create_batch([(key, *BatchJournal.requests({"items": {key: item}})[key])
                                          for key, item in items.items()])
         except _wire_errors() as exc:
-            if getattr(exc, "status_code", None) is not None:  # refused: no batch exists, nothing billed
+            if 400 <= (getattr(exc, "status_code", None) or 0) < 500:  # refused: no batch exists, nothing billed
                 for item in items.values():
                     self.ledger.settle(item["send"], [])
                 forget()
@@ -223,6 +223,7 @@ class LLM:
                     for cid, got in backend.batch_results(record["id"], items):
                         self._settle_item(record, items, cid, got)
                     break
+                failures = 0  # only failures in a row leave the batch
                 time.sleep(poll_s)
             except _wire_errors() as exc:
                 failures += 1
@@ -285,8 +286,9 @@ class LLM:
             return held
         worst = self.prices.price(model).worst_case(request.input_token_bound(), request.max_tokens)
         self._check_ceiling(request.purpose, model, worst)
+        backend = self.backends.for_model(model, request.purpose)  # a missing key fails before anything is sent
         sent = self.ledger.send(self.run, key, request.purpose, model, worst)
-        completion = self._live(request, model, sent, worst)
+        completion = self._live(backend, request, model, sent, worst)
         self.ledger.settle(sent, [*self._lost(model, worst, completion.lost),
                                   Bill("answered", self._cost(model, completion.model, completion.usage),
                                        completion.model, completion.usage, reply=completion)])
@@ -297,15 +299,15 @@ class LLM:
         self._record(request, model, completion, replayed=False)
         return completion
 
-    def _live(self, request: Request, model: str, sent: str, worst: float):
+    def _live(self, backend, request: Request, model: str, sent: str, worst: float):
         """The call ``sent`` on the wire; a failure is settled in the ledger as the API billed it."""
-        def guard(lost: int) -> None:
-            # Before an SDK retry: the ledger holds this call at one worst case; the replies lost
-            # so far were billed too, and the retry may be billed in full.
-            self._check_ceiling(request.purpose, model, worst * lost, retrying=True)
+        def guard(tried: int) -> None:
+            # Before an SDK retry: the ledger holds this call at one worst case; each attempt so far
+            # may have been billed too, and the retry may be billed in full.
+            self._check_ceiling(request.purpose, model, worst * tried, retrying=True)
 
         try:
-            completion = self.backends.for_model(model, request.purpose).complete(model, request, guard=guard)
+            completion = backend.complete(model, request, guard=guard)
         except (CallFailed, CeilingReached) as exc:
             self._count_retries(request.purpose, exc.retries)
             usage = getattr(exc, "usage", None)

@@ -93,9 +93,11 @@ class SpendLedger:
     def billed_usd(self) -> float:
         return sum(b["cost_usd"] for bills in self._settled.values() for b in bills)
 
-    def billed_usd_for(self, run: str) -> float:
-        """What the runs with fingerprint ``run`` were billed (their replies are paid for)."""
-        return sum(b["cost_usd"] for i, bills in self._settled.items() if self._sends[i]["run"] == run for b in bills)
+    def answered_usd_for(self, run: str) -> float:
+        """What the runs with fingerprint ``run`` paid for replies they can replay (lost and failed
+        replies are asked again, so they are not among them)."""
+        return sum(b["cost_usd"] for i, bills in self._settled.items() if self._sends[i]["run"] == run
+                   for b in bills if b["kind"] == "answered")
 
     def in_flight(self) -> list[dict]:
         """Calls sent and never settled: by a process that died (or this one, mid-call)."""
@@ -153,10 +155,16 @@ class SpendLedger:
             return
         line = (canonical_json(entry) + "\n").encode()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            os.write(fd, line)
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":  # a line torn by a kill: cut it off first
+                data = os.pread(fd, size, 0)
+                os.ftruncate(fd, data.rfind(b"\n") + 1)
+            view = memoryview(line)
+            while view:
+                view = view[os.write(fd, view):]
             os.fsync(fd)
         finally:
             os.close(fd)
