@@ -52,6 +52,23 @@ def copy_workflow(dest: Path) -> Path:
     return dest
 
 
+#: The reduced run the workflow tests build on: one episode, two queries a cell.
+REDUCED = ["--config", "evaluate_episodes=1", "evaluate_queries=2"]
+
+
+@pytest.fixture(scope="session")
+def vanilla_built(tmp_path_factory):
+    """One reduced build of `vanilla` on tiny in a fresh copy (data, checkpoint, prefill, control,
+    cells, summary), for the tests that add to it; each works on its own copy (:func:`copy_of`)."""
+    wf = copy_workflow(tmp_path_factory.mktemp("vanilla") / "wf")
+    snakemake(wf, "results/urd/tiny/summary.json", *REDUCED, "systems=[vanilla]", check=True)
+    return wf
+
+
+def copy_of(built: Path, dest: Path) -> Path:
+    return shutil.copytree(built, dest, symlinks=True)  # mtimes kept: Snakemake sees it up to date
+
+
 def needs_sandbox():
     """A mark for the tests that need the job sandbox: skipped where there is none, a failure
     where CI says there must be one (URD_REQUIRE_SANDBOX)."""

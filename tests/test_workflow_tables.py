@@ -10,7 +10,7 @@ import re
 
 import pytest
 import tables_fixtures as fx
-from conftest import snakemake
+from conftest import REDUCED, copy_of, snakemake
 
 from urd.core.io import sha256_file
 from urd.workflow import sandbox
@@ -20,7 +20,6 @@ pytestmark = pytest.mark.slow  # every test here runs Snakemake
 TABLE_RULES = ["retention_table", "side_metrics_table", "retention_figure_tiny", "published",
                "planting_world", "verify", "planting_run", "planting_tables",  # the planting suite builds offline
                "agentmem_trip_vs_move", "agentmem_update_gate", "agentmem_stores_table"]  # so do the stores
-REDUCED = ["--config", "evaluate_episodes=1", "evaluate_queries=2"]
 
 
 def _rows(path):
@@ -165,8 +164,10 @@ def test_unknown_scale_to_publish_is_refused(workflow):
     assert "publish.scales: expected scales among backbones (tiny, 0.1b, 0.4b), got '2b'" in proc.stdout + proc.stderr
 
 
-def test_published_builds_for_tiny_from_a_fresh_copy(workflow, tmp_path, monkeypatch):
-    """Offline, from nothing: data, backbone, control, session B, summary, tables, figures."""
+def test_published_builds_for_tiny_from_a_fresh_copy(vanilla_built, tmp_path, monkeypatch):
+    """Offline, on the session's fresh reduced build of vanilla (data, backbone, control): the
+    replay recipes' cells, the controls, the other suites, summary, tables, figures."""
+    workflow = copy_of(vanilla_built, tmp_path / "wf")
     from urd.core.config import load_config
     from urd.tables import controls
     from urd.tables.bootstrap import Bootstrap

@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO, snakemake
+from conftest import REDUCED, REPO, copy_of, snakemake
 
 pytestmark = pytest.mark.slow  # every test here runs Snakemake
 
@@ -151,23 +151,6 @@ def test_a_hub_serving_other_bytes_than_the_pin_fails_the_job_and_leaves_nothing
     assert proc.returncode != 0
     assert "SHA-256 mismatch" in out and pinned in out and hashlib.sha256(body).hexdigest() in out
     assert not (workflow / CKPT).exists() and not list((workflow / "models").rglob("*.pth"))
-
-
-REDUCED = ["--config", "evaluate_episodes=1", "evaluate_queries=2"]
-
-
-@pytest.fixture(scope="module")
-def vanilla_built(tmp_path_factory):
-    """One reduced build of `vanilla` on tiny in a fresh copy; a test that changes it works on a copy."""
-    from conftest import copy_workflow
-
-    wf = copy_workflow(tmp_path_factory.mktemp("vanilla") / "wf")
-    snakemake(wf, TINY, *REDUCED, "systems=[vanilla]", check=True)
-    return wf
-
-
-def copy_of(built, dest):
-    return shutil.copytree(built, dest, symlinks=True)  # mtimes kept: Snakemake sees it up to date
 
 
 def test_a_summary_reads_only_its_declared_cells(vanilla_built, tmp_path):
