@@ -142,32 +142,31 @@ class LLM:
             if self.ceiling_usd is not None and self.committed_usd + worst + cost > self.ceiling_usd:
                 break
             worst += cost
-            todo.append((model, r))
+            todo.append((model, r, cost))
         if not todo:
             return 0
         backend = self.backends.for_model(todo[0][0], todo[0][1].purpose)
         items = {}
-        for model, r in todo:
+        for model, r, cost in todo:
             key = r.cache_key(model)
-            cost = BATCH_PRICE * self.prices.price(model).worst_case(r.input_token_bound(), r.max_tokens)
             items[key] = {"send": self.ledger.send(self.run, key, r.purpose, model, cost, batch="pending"),
                           "request": r.identity(model)}
         first = todo[0][1].purpose, todo[0][0]
+        sending = [(r.cache_key(model), model, r) for model, r, _ in todo]
         if self.batches is None:  # no journal (no work folder): the batch lives as long as this process
             record = {"id": None, "state": "pending", "items": items, "journal": "(none)"}
-            record["id"] = self._create(backend, items, first, lambda: None)
+            record["id"] = self._create(backend, sending, items, first, lambda: None)
         else:
             pending = self.batches.pending(self.ledger.path or Path("-"), items)
-            batch_id = self._create(backend, items, first, pending.unlink)
+            batch_id = self._create(backend, sending, items, first, pending.unlink)
             record = {**self.batches.created(pending, batch_id), "journal": str(self.batches.path(batch_id))}
         self.log(f"message batch {record['id']}: {len(items)} requests sent")
         self._collect(backend, record, poll_s)
         return len(todo)
 
-    def _create(self, backend, items: dict, first: tuple[str, str], forget: Callable[[], None]) -> str:
+    def _create(self, backend, sending: list, items: dict, first: tuple[str, str], forget: Callable[[], None]) -> str:
         try:
-            return backend.create_batch([(key, *BatchJournal.requests({"items": {key: item}})[key])
-                                         for key, item in items.items()])
+            return backend.create_batch(sending)
         except _wire_errors() as exc:
             if 400 <= (getattr(exc, "status_code", None) or 0) < 500:  # refused: no batch exists, nothing billed
                 for item in items.values():
