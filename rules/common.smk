@@ -24,6 +24,8 @@ def verified(path):
 def manifest_for(wildcards):
     if wildcards.path.startswith("models/"):
         return BACKBONE_MANIFEST
+    if wildcards.path.startswith("data/urd2/"):
+        return URD2_MANIFEST
     return PLANTING_MANIFEST if wildcards.path.startswith("data/planting/") else MANIFEST
 
 
@@ -154,6 +156,8 @@ def summary_static(wildcards):
 # --- replay baselines ----------------------------------------------------------------------
 REPLAY = W.replay_plan.replay_recipes(config)  # {system: recipe}
 REPLAY_RECIPES = sorted(set(REPLAY.values()))
+# every recipe a tuning job may run: rung 1's and rung 2's doses (urd.rung2.dose)
+TUNE_RECIPES = sorted(set(REPLAY_RECIPES) | set(W.urd2.dose_recipes(config)))
 REPLAY_SETTINGS = config.get("replay", {})
 
 
@@ -245,3 +249,209 @@ def control_params(task):
         }
 
     return params
+
+
+# --- rung 2: chains, the Pareto sweep, dose-response (rules/urd2.smk) ----------------------
+U2 = W.urd2
+URD2_MANIFEST = "calibration/urd2/manifest.sha256"
+CHAIN_VARIANTS = list(W.chain_data.VARIANTS)
+CHAIN_SESSIONS = config["urd2"]["data"]["sessions"]
+CHAIN_ROOT = "results/urd2/{scale}/chains"
+U2_SYSTEMS = sorted(
+    {
+        s
+        for scale in config["backbones"]
+        for part in ("chains", "pareto")
+        for s in U2.settings(config, scale, part)["systems"]
+    }
+)
+U2_SPLITS = sorted(
+    {s for scale in config["backbones"] for s in U2.settings(config, scale, "chains")["budgets"]}
+)
+URD2_CODE = W.code_digest("urd.rung2.cli")
+
+
+def chain_file(variant, k, side=None):
+    return str(W.chain_data.session_path(variant, int(k), side))
+
+
+def chain_data_files():
+    return [str(p) for p in W.chain_data.all_paths(W.chain_data.data_spec(config), CHAIN_VARIANTS)]
+
+
+def chains_of(wildcards):
+    return U2.settings(config, wildcards.scale, "chains")
+
+
+def u2_code(wildcards):
+    return W.code_digest("urd.rung2.cli", W.system_module(wildcards.system, config["plugins"]))
+
+
+def chain_task(wildcards):
+    return W.chain_data.task_of(wildcards.variant)
+
+
+def chain_spec_json(wildcards):
+    spec = U2.chain_spec(config, wildcards.scale, chain_task(wildcards), wildcards.get("system"))
+    return json.dumps(spec, sort_keys=True)
+
+
+def chain_views(variant, side, n):
+    files = [chain_file(variant, k, side) for k in range(1, n + 1)]
+    return {"views": files, "checked": [verified(f) for f in files]}
+
+
+def chain_control_inputs(wildcards):
+    n = chains_of(wildcards)["sessions"]
+    a = chain_views(wildcards.variant, "session_a", n)
+    b = chain_views(wildcards.variant, "session_b", n)
+    return {
+        **model_inputs(wildcards),
+        "sessions": a["views"],
+        "prompts": b["views"],
+        "checked": a["checked"] + b["checked"],
+    }
+
+
+def chain_cell(wildcards):
+    w = wildcards
+    return f"results/urd2/{w.scale}/chains/{w.system}/{w.variant}/{w.split}"
+
+
+def chain_consolidate_inputs(wildcards):
+    """Session k's session-A view, and the fiches of boundary k-1 (none when fresh, or k = 1)."""
+    k = int(wildcards.step[1:])
+    view = chain_file(wildcards.variant, k, "session_a")
+    out = {**model_inputs(wildcards), "sessions": view, "checked": verified(view)}
+    if wildcards.step.startswith("b") and k > 1:
+        out["prior"] = f"{chain_cell(wildcards)}/b{k - 1}/fiches.jsonl"
+    return out
+
+
+def chain_answer_inputs(wildcards):
+    k = int(wildcards.k)
+    b = chain_views(wildcards.variant, "session_b", k)
+    out = {
+        **model_inputs(wildcards),
+        "prompts": b["views"],
+        "checked": b["checked"],
+        "fiches": f"{chain_cell(wildcards)}/b{k}/fiches.jsonl",
+    }
+    if k > 1:
+        out["fresh"] = f"{chain_cell(wildcards)}/f{k}/fiches.jsonl"
+    return out
+
+
+def chain_judge_inputs(wildcards):
+    n = chains_of(wildcards)["sessions"]
+    data = [chain_file(wildcards.variant, k) for k in range(1, n + 1)]
+    out = {"data": data, "checked": [verified(f) for f in data]}
+    if "system" not in wildcards.keys():
+        return {
+            **out,
+            "raw": f"{CHAIN_ROOT.format(scale=wildcards.scale)}/control/{wildcards.variant}/raw.jsonl",
+        }
+    cell = chain_cell(wildcards)
+    steps = [f"b{k}" for k in range(1, n + 1)] + [f"f{k}" for k in range(2, n + 1)]
+    return {
+        **out,
+        "raw": [f"{cell}/b{k}/raw.jsonl" for k in range(1, n + 1)],
+        "fiches": [f"{cell}/{s}/fiches.jsonl" for s in steps],
+    }
+
+
+def chain_summary_cells(scale):
+    c = U2.settings(config, scale, "chains")
+    root = CHAIN_ROOT.format(scale=scale)
+    return {
+        f"{s}:{v}:{sp}": f"{root}/{s}/{v}/{sp}/responses.jsonl"
+        for s in c["systems"]
+        for v in c["variants"]
+        for sp in c["budgets"]
+    }
+
+
+def chain_summary_controls(scale):
+    root = CHAIN_ROOT.format(scale=scale)
+    c = U2.settings(config, scale, "chains")
+    return {v: f"{root}/control/{v}/responses.jsonl" for v in c["variants"]}
+
+
+def chain_summary_inputs(wildcards):
+    return {
+        "cells": list(chain_summary_cells(wildcards.scale).values()),
+        "controls": list(chain_summary_controls(wildcards.scale).values()),
+    }
+
+
+def chain_summary_args(wildcards):
+    cells = chain_summary_cells(wildcards.scale)
+    controls = chain_summary_controls(wildcards.scale)
+    return ["--cell", *[f"{k}={p}" for k, p in cells.items()]] + [
+        "--control",
+        *[f"{v}={p}" for v, p in controls.items()],
+    ]
+
+
+def u2_static(wildcards):
+    return json.dumps(
+        {
+            "config_sha256": W.config_digest(config),
+            "code_sha256": URD2_CODE,
+            "master_seed": config["master_seed"],
+            "checkpoint": config["backbones"][wildcards.scale]["file"],
+        },
+        sort_keys=True,
+    )
+
+
+def sweep_cell(wildcards):
+    w = wildcards
+    return f"results/urd2/{w.scale}/pareto/{w.system}/{w.task}"
+
+
+def sweep_answer_inputs(wildcards):
+    return {
+        **model_inputs(wildcards),
+        "prompts": SESSION_B[wildcards.task],
+        "checked": verified(SESSION_B[wildcards.task]),
+        "fiches": f"{sweep_cell(wildcards)}/fiches.jsonl",
+    }
+
+
+def sweep_spec_json(wildcards):
+    spec = U2.sweep_spec(config, wildcards.scale, wildcards.task, wildcards.get("system"))
+    return json.dumps(spec, sort_keys=True)
+
+
+def sweep_cells(scale):
+    p = U2.settings(config, scale, "pareto")
+    root = f"results/urd2/{scale}/pareto"
+    return {f"{s}:{t}": f"{root}/{s}/{t}/responses.jsonl" for s in p["systems"] for t in p["tasks"]}
+
+
+def sweep_summary_inputs(wildcards):
+    return {**model_inputs(wildcards), "cells": list(sweep_cells(wildcards.scale).values())}
+
+
+def dose_artifacts(scale):
+    d = U2.settings(config, scale, "dose")
+    shas = [
+        t.sha256
+        for task in d["tasks"]
+        for t in W.replay_plan.transcripts(config, task, episodes=d["episodes"])
+    ]
+    names = ("costs.json", CTL["state_file"])
+    recipes = [W.dose.recipe_name(x) for x in d["doses"]]
+    return [replay_artifact(scale, r, s, n) for r in recipes for s in shas for n in names]
+
+
+def dose_inputs(wildcards):
+    d = U2.settings(config, wildcards.scale, "dose")
+    data = {f"data_{t}": DATA[t] for t in d["tasks"]}
+    return {
+        **model_inputs(wildcards),
+        **data,
+        "checked": [verified(DATA[t]) for t in d["tasks"]],
+        "artifacts": dose_artifacts(wildcards.scale),
+    }

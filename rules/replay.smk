@@ -4,7 +4,7 @@
 # to the gpu partition; on a workstation they run on whatever torch finds.
 
 
-if REPLAY_RECIPES:
+if TUNE_RECIPES:
 
     rule tune_state:
         input:
@@ -17,7 +17,7 @@ if REPLAY_RECIPES:
         benchmark:
             "results/benchmarks/replay/{scale}/{recipe}/{sha}.tsv"
         wildcard_constraints:
-            recipe="|".join(re.escape(r) for r in REPLAY_RECIPES),
+            recipe="|".join(re.escape(r) for r in TUNE_RECIPES),
             sha="[0-9a-f]{64}",
         conda:
             ENV
@@ -45,6 +45,9 @@ if REPLAY_RECIPES:
             code=W.code_digest("urd.replay.tune"),
         script:
             "../scripts/tune_state.py"
+
+
+if REPLAY_RECIPES:
 
     rule replay_costs:
         input:

@@ -136,3 +136,75 @@ if config["controls"]["enabled"]:
 rule published:
     input:
         T.published_files(config),
+
+
+# Rung 2 (publish.urd2 lists which): one table a part over the published scales, and a figure
+# a scale for the Pareto sweep and the dose-response.
+for _part in ("chains", "pareto", "dose"):
+
+    rule:
+        name:
+            f"urd2_{_part}_table"
+        input:
+            expand(f"results/urd2/{{scale}}/{_part}/summary.json", scale=PUB_SCALES),
+        output:
+            md=report(
+                f"{T.TABLES}/urd2_{_part}.md",
+                caption=T.caption_abspath(f"urd2_{_part}"),
+                category="Rung 2",
+                subcategory=f"{_part} (Markdown)",
+            ),
+            html=report(
+                f"{T.TABLES}/urd2_{_part}.html",
+                caption=T.caption_abspath(f"urd2_{_part}"),
+                category="Rung 2",
+                subcategory=_part,
+            ),
+            caption=T.caption_file(f"urd2_{_part}"),
+        log:
+            f"logs/tables/urd2_{_part}.log",
+        conda:
+            ENV
+        params:
+            command=f"urd2-{_part}",
+            args=T.labelled_args(
+                "summary", PUB_SCALES, f"results/urd2/{{scale}}/{_part}/summary.json"
+            ),
+            code=TABLES_CODE,
+        script:
+            "../scripts/tables.py"
+
+
+for _part in ("pareto", "dose"):
+    for _scale in PUB_SCALES:
+
+        rule:
+            name:
+                f"urd2_{_part}_figure_{_scale}"
+            input:
+                f"results/urd2/{_scale}/{_part}/summary.json",
+            output:
+                png=report(
+                    f"{T.FIGURES}/urd2_{_part}_{_scale}.png",
+                    caption=T.caption_abspath(f"urd2_{_part}_figure_{_scale}"),
+                    category="Rung 2",
+                    subcategory=f"{_part}, {_scale} (figure)",
+                ),
+                caption=T.caption_file(f"urd2_{_part}_figure_{_scale}"),
+            log:
+                f"logs/tables/urd2_{_part}_figure_{_scale}.log",
+            conda:
+                ENV
+            params:
+                command=f"urd2-{_part}",
+                args=[
+                    "--summary",
+                    f"{_scale}=results/urd2/{_scale}/{_part}/summary.json",
+                    "--scale",
+                    _scale,
+                    "--dpi",
+                    DPI,
+                ],
+                code=TABLES_CODE,
+            script:
+                "../scripts/tables.py"

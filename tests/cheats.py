@@ -188,3 +188,29 @@ class Exfiltrate(MemorySystem):
 
 def _missing(pattern: str):
     raise FileNotFoundError(pattern)
+
+
+class ChainReread(MemorySystem):
+    """Rung 2: carries nothing across a chain's boundaries and, answering after boundary k,
+    looks every key up in the chain's session files on disk (every session's session-A view and
+    full data, tests/test_workflow_urd2.py). Each file's outcome is one line of the job's log."""
+
+    name = "chain_reread"
+
+    def consolidate(self, transcript, budget_bytes, prior=None):
+        return b""
+
+    def answer(self, fiche, query, header):
+        import sys
+        from pathlib import Path
+
+        found = {}
+        root = Path("data/urd2/chains/t1")
+        for path in [root / f"s{k}{side}.jsonl" for k in (1, 2, 3) for side in ("", ".session_a")]:
+            try:
+                found.update(_RECORD.findall(path.read_text()))
+                print(f"chain_reread {path}: found", file=sys.stderr, flush=True)
+            except OSError as exc:
+                print(f"chain_reread {path}: error {type(exc).__name__}", file=sys.stderr, flush=True)
+        m = _KEY.search(query)
+        return found.get(m.group(1), "NONE") if m else "NONE"

@@ -11,7 +11,14 @@ import pytest
 from conftest import REPO, snakemake
 
 from urd.core.errors import InputError
-from urd.cost.spend import check_prices, format_spend_line, planned_spend, register_spend_preview
+from urd.cost.spend import (
+    check_prices,
+    format_breakdown,
+    format_spend_line,
+    planned_spend,
+    register_spend_preview,
+    sweep_of,
+)
 
 SRC = REPO / "src"
 PRICES = {"as_of": "2026-11-30", "gpu_usd_per_hour": 2.10, "cpu_usd_per_hour": 0.05}
@@ -33,6 +40,17 @@ def test_rounding_is_half_up_at_the_end_and_singular_job():
     s = planned_spend([{"cpu_seconds": 60}], {**PRICES, "cpu_usd_per_hour": 0.3})  # 0.005 $ -> 0.01
     assert s["usd_total"] == Decimal("0.01")
     assert format_spend_line(s).startswith("urd planned spend (1 job to run): GPU 0.00 h, CPU 0.02 h, US$ 0.01")
+
+
+def test_each_rung2_sweep_gets_its_own_line_and_the_dose_tuning_is_counted_as_dose():
+    assert sweep_of("chain_answer", {}) == "rung 2 chains"
+    assert sweep_of("sweep_consolidate", {}) == "rung 2 Pareto sweep"
+    assert sweep_of("tune_state", {"recipe": "dose19.2"}) == sweep_of("dose_summary", {}) == "rung 2 dose-response"
+    assert sweep_of("tune_state", {"recipe": "replay_banc"}) is None and sweep_of("answer", {}) is None
+    lines = format_breakdown({"rung 2 chains": [{"cpu_seconds": 7200}],
+                              "rung 2 dose-response": [{"gpu_seconds": 3600}, {"cpu_seconds": 0}]}, PRICES)
+    assert lines == ["  of which rung 2 chains (1 job): GPU 0.00 h, CPU 2.00 h, US$ 0.10",
+                     "  of which rung 2 dose-response (2 jobs): GPU 1.00 h, CPU 0.00 h, US$ 2.10"]
 
 
 def test_nothing_to_run():

@@ -134,6 +134,27 @@ def _2(x: Decimal) -> str:
     return str(Decimal(x).quantize(_CENT, ROUND_HALF_UP))
 
 
+def sweep_of(rule: str, wildcards: Mapping[str, Any]) -> str | None:
+    """The rung-2 sweep a job belongs to (its own line under the total), or None."""
+    if rule.startswith("chain_"):
+        return "rung 2 chains"
+    if rule.startswith("sweep_"):
+        return "rung 2 Pareto sweep"
+    if rule == "dose_summary" or (rule == "tune_state" and str(wildcards.get("recipe", "")).startswith("dose")):
+        return "rung 2 dose-response"
+    return None
+
+
+def format_breakdown(groups: Mapping[str, list[dict[str, int]]], prices: Mapping[str, Any]) -> list[str]:
+    """One line a sweep: ``  of which rung 2 chains (12 jobs): GPU 0.00 h, CPU 1.20 h, US$ 0.06``."""
+    out = []
+    for name in sorted(groups):
+        spend = planned_spend(groups[name], prices)
+        out.append(f"  of which {name} ({spend['jobs']} job{'s' if spend['jobs'] != 1 else ''}): "
+                   f"GPU {_2(spend['gpu_hours'])} h, CPU {_2(spend['cpu_hours'])} h, US$ {_2(spend['usd_total'])}")
+    return out
+
+
 class _ErrorSeen(logging.Handler):
     """Remembers whether Snakemake logged an error (the dry run failed)."""
 
@@ -169,12 +190,17 @@ def register_spend_preview(workflow, prices: Mapping[str, Any], *, where: str = 
             return
         out = stream or sys.stdout
         try:
-            units = [job_units(job.resources, where=f"rule {job.rule.name}")
-                     for job in dag.needrun_jobs(exclude_finished=False)]
-            line = format_spend_line(planned_spend(units, checked))
+            units, groups = [], {}
+            for job in dag.needrun_jobs(exclude_finished=False):
+                u = job_units(job.resources, where=f"rule {job.rule.name}")
+                units.append(u)
+                sweep = sweep_of(job.rule.name, dict(job.wildcards_dict))
+                if sweep:
+                    groups.setdefault(sweep, []).append(u)
+            lines = [format_spend_line(planned_spend(units, checked)), *format_breakdown(groups, checked)]
         except UrdError as exc:
             print(f"urd planned spend: not computed: {exc}", file=sys.stderr, flush=True)
             return
-        print(line, file=out, flush=True)
+        print("\n".join(lines), file=out, flush=True)
 
     atexit.register(_report)

@@ -42,20 +42,24 @@ def transcript_of(lines: list[str]) -> str:
     return "\n".join(["Session log.", HEADER, *lines]) + "\n"
 
 
-def generate_episode(master_seed: int, index: int, spec: dict, queries: int) -> dict:
-    """Episode `index`, derived from (master seed, task, index) alone."""
+def generate_episode(master_seed: int, index: int, spec: dict, queries: int, *, root: Stream | None = None,
+                     exclude: frozenset[str] = frozenset(), ids: str | None = None) -> dict:
+    """Episode `index`, derived from (master seed, task, index) alone. A rung-2 chain session
+    passes its own stream `root`, the keys of the chain's earlier sessions to `exclude` (shown
+    or asked as unseen: no key means two things in one chain) and its query-id prefix `ids`."""
     quota = spec["quota"]
     if quota["hot"] + quota["cold"] + quota["unseen"] != queries:
         raise ValueError(f"t1 quota {quota} does not sum to queries={queries}")
     n_pairs, n_hot, repeats = spec["pairs"], spec["hot_keys"], spec["hot_repeats"]
-    root = Stream("urd", master_seed, TASK, index)
+    root = root or Stream("urd", master_seed, TASK, index)
+    ids = ids or f"t1-e{index:03d}"
 
     keys_stream = root.child("keys")
     keys: list[str] = []
     seen: set[str] = set()
     while len(keys) < n_pairs + quota["unseen"]:
         k = make_key(keys_stream)
-        if k not in seen:
+        if k not in seen and k not in exclude:
             seen.add(k)
             keys.append(k)
     exposed, unseen = keys[:n_pairs], keys[n_pairs:]
@@ -89,7 +93,7 @@ def generate_episode(master_seed: int, index: int, spec: dict, queries: int) -> 
     picks = qs.shuffled(picks)
     query_records = [
         {
-            "id": f"t1-e{index:03d}-q{n:02d}",
+            "id": f"{ids}-q{n:02d}",
             "kind": kind,
             "key": key,
             "expected": value,

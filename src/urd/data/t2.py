@@ -68,12 +68,20 @@ def applied(reply: str, marker: str) -> bool:
     return re.search(r"(?<!\S)" + re.escape(marker) + r"(?!\S)", first) is not None
 
 
-def generate_episode(master_seed: int, index: int, spec: dict) -> dict:
-    root = Stream("urd", master_seed, TASK, index)
+def generate_episode(master_seed: int, index: int, spec: dict, *, root: Stream | None = None,
+                     categories: tuple[str, ...] | None = None, exclude_markers: frozenset[str] = frozenset(),
+                     ids: str | None = None) -> dict:
+    """Episode `index`, derived from (master seed, task, index) alone. A rung-2 chain session
+    passes its own stream `root`, the `categories` its rule may draw from, the markers of the
+    chain's earlier sessions to exclude, and its query-id prefix `ids`."""
+    root = root or Stream("urd", master_seed, TASK, index)
+    ids = ids or f"t2-e{index:03d}"
     rule = root.child("rule")
     names = sorted(CATEGORIES)
-    category = rule.choice(names)
+    category = rule.choice(sorted(categories) if categories else names)
     marker = rule.choice(MARKER_SIGILS) + rule.string(MARKER_LETTERS, 2)
+    while marker in exclude_markers:  # drawn again from the same stream: still deterministic
+        marker = rule.choice(MARKER_SIGILS) + rule.string(MARKER_LETTERS, 2)
 
     n_ex, n_trig, n_non = spec["examples"], spec["triggers"], spec["non_triggers"]
     if n_ex % 2:
@@ -105,7 +113,7 @@ def generate_episode(master_seed: int, index: int, spec: dict) -> dict:
         template = qs.choice(REQUEST_TEMPLATES)
         queries.append(
             {
-                "id": f"t2-e{index:03d}-q{n:02d}",
+                "id": f"{ids}-q{n:02d}",
                 "kind": kind,
                 "item": item,
                 "prompt": query_prompt(template, item),

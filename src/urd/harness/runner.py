@@ -16,6 +16,7 @@ workflow runs each step in its own process, so nothing but the fiche file crosse
 from __future__ import annotations
 
 import hashlib
+import inspect
 import sys
 import time
 
@@ -40,13 +41,29 @@ def as_handle(backbone) -> ModelHandle:
 
 
 # --- 1. session A ------------------------------------------------------------------------------
+def takes(method, name: str) -> bool:
+    """Whether a system's method accepts the keyword `name` (the rung-2 `prior`): a system
+    written for rung 1 is called as it was, and measured as it is."""
+    try:
+        return name in inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def consolidate_cell(system, task: str, sessions: list[dict], split: str, budget: int | None,
-                     factor: int, label: str | None = None) -> list[dict]:
-    """One fiche record per episode. The handle the system was built with meters its tokens."""
+                     factor: int, label: str | None = None, priors: dict[int, bytes] | None = None) -> list[dict]:
+    """One fiche record per episode. The handle the system was built with meters its tokens.
+
+    `priors` (rung-2 chains): the fiche each episode's previous boundary left, passed as
+    `prior=` to a consolidate() (or `priors=` to a consolidate_batch()) that accepts it; a
+    system that does not is measured as it is. The token cap stays factor x this session's
+    transcript, whatever the system reads of the prior."""
     from ..systems.base import MemorySystem
 
     label = label or f"{system.name}/{task}/{split}"
     handle, started = system.backbone, time.monotonic()
+    system.consolidation_factor = factor  # the cap it is held to, for a system that adapts to it
+    prior_of = [(priors or {}).get(ep["episode"]) for ep in sessions]
     if not isinstance(handle, ModelHandle):
         raise TypeError("a system must be built on a ModelHandle (MemorySystem.__init__ does it)")
     where = [f"system {system.name!r}, episode {ep['episode']}" for ep in sessions]
@@ -58,7 +75,10 @@ def consolidate_cell(system, task: str, sessions: list[dict], split: str, budget
         handle.scoped_tokens()
         before = handle.tokens_processed
         try:
-            batch = system.consolidate_batch(transcripts, budget)
+            if priors is not None and takes(system.consolidate_batch, "priors"):
+                batch = system.consolidate_batch(transcripts, budget, priors=prior_of)
+            else:
+                batch = system.consolidate_batch(transcripts, budget)
         except contract.BudgetViolation as exc:
             raise contract.BudgetViolation(f"{where[0].rsplit(',', 1)[0]}: {exc}") from None
         if len(batch) != len(sessions):
@@ -73,7 +93,10 @@ def consolidate_cell(system, task: str, sessions: list[dict], split: str, budget
             system.declared_tokens = 0
             before = handle.tokens_processed
             try:
-                fiche = system.consolidate(transcript, budget)
+                if priors is not None and takes(system.consolidate, "prior"):
+                    fiche = system.consolidate(transcript, budget, prior=prior_of[i])
+                else:
+                    fiche = system.consolidate(transcript, budget)
             except contract.BudgetViolation as exc:
                 raise contract.BudgetViolation(f"{where[i]}: {exc}") from None
             results.append((fiche, system.declared_tokens, handle.tokens_processed - before))
@@ -93,32 +116,42 @@ def answer_cell(system, sessions: list[dict], fiche_records: list[tuple[dict, by
     """Raw replies of a system that starts each episode from its fiche alone. A system with a
     context() has every query of the cell decoded in one batch; one with its own answer() is
     asked episode by episode."""
+    return answer_cells(system, [(sessions, fiche_records)], decode, label)[0]
+
+
+def answer_cells(system, cells: list[tuple[list[dict], list[tuple[dict, bytes]]]], decode: Decode,
+                 label: str | None = None) -> list[list[dict]]:
+    """answer_cell for several cells of one system at once (rung 2: the points of a sweep, the
+    sessions of a chain), every query of every cell decoded in one batch; the raw replies of
+    each cell, in order."""
     label = label or system.name
-    by_episode = {rec["episode"]: (rec, fiche) for rec, fiche in fiche_records}
     system.decode = decode
-    for ep in sessions:
-        if ep["episode"] not in by_episode:
-            raise InputError("fiches", f"episode {ep['episode']}", "a fiche for every answered episode", "none")
+    flat = []  # (cell index, episode, fiche record, fiche)
+    for n, (sessions, fiche_records) in enumerate(cells):
+        by_episode = {rec["episode"]: (rec, fiche) for rec, fiche in fiche_records}
+        for ep in sessions:
+            if ep["episode"] not in by_episode:
+                raise InputError("fiches", f"episode {ep['episode']}", "a fiche for every answered episode", "none")
+            flat.append((n, ep, *by_episode[ep["episode"]]))
     started = time.monotonic()
-    prompts = [[q["prompt"] for q in ep["queries"]] for ep in sessions]
-    contexts = [system.context(by_episode[ep["episode"]][1], ep["header"]) for ep in sessions]
+    prompts = [[q["prompt"] for q in ep["queries"]] for _, ep, _, _ in flat]
+    contexts = [system.context(fiche, ep["header"]) for _, ep, _, fiche in flat]
     if all(c is not None for c in contexts):
         replies = answer_groups(system.backbone, [(c.text, c.state) for c in contexts], prompts, decode)
-        _progress(label, len(sessions) - 1, len(sessions), f"answered ({sum(map(len, prompts))} queries in one batch)", started)
+        _progress(label, len(flat) - 1, len(flat), f"answered ({sum(map(len, prompts))} queries in one batch)", started)
     else:
         replies = []
-        for i, (ep, ps) in enumerate(zip(sessions, prompts)):
-            replies.append(system.answer_all(by_episode[ep["episode"]][1], ps, ep["header"]))
-            _progress(label, i, len(sessions), f"answered ({len(ps)} queries)", started)
-    out = []
-    for ep, ps, rs in zip(sessions, prompts, replies):
+        for i, ((_, ep, _, fiche), ps) in enumerate(zip(flat, prompts)):
+            replies.append(system.answer_all(fiche, ps, ep["header"]))
+            _progress(label, i, len(flat), f"answered ({len(ps)} queries)", started)
+    out: list[list[dict]] = [[] for _ in cells]
+    for (n, ep, rec, _), ps, rs in zip(flat, prompts, replies):
         if len(rs) != len(ps) or not all(isinstance(r, str) for r in rs):
             raise InputError(f"system {system.name}", "answer_all", f"{len(ps)} str replies", rs)
-        sha = by_episode[ep["episode"]][0]["fiche_sha256"]
         for q, reply in zip(ep["queries"], rs):
-            seen = f"{ep['header']}\n[fiche {sha}]\n{q['prompt']}"
-            out.append({"episode": ep["episode"], "query_id": q["id"], "prompt_sha256": _digest(seen),
-                        "response": reply})
+            seen = f"{ep['header']}\n[fiche {rec['fiche_sha256']}]\n{q['prompt']}"
+            out[n].append({"episode": ep["episode"], "query_id": q["id"], "prompt_sha256": _digest(seen),
+                           "response": reply})
     return out
 
 

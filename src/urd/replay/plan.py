@@ -53,25 +53,35 @@ def _tokens(spec_json: str, sha256: str) -> int:
     from ..data import calibrate
 
     config = json.loads(spec_json)
-    t = next(t for t in _transcripts(spec_json) if t.sha256 == sha256)
+    t = next(t for t in _transcripts(spec_json) if t.sha256 == sha256)  # the spec holds the transcript
     make = {"t1": calibrate.t1_episode, "t2": calibrate.t2_episode}[t.task]
     return count_tokens(make(config, t.episode)["transcript"])
 
 
-def _spec(config: dict) -> str:
+def _spec(config: dict, episodes: int | None = None) -> str:
     from ..data.calibrate import data_spec
 
-    return json.dumps({**data_spec(config), "evaluate_episodes": config.get("evaluate_episodes")},
+    return json.dumps({**data_spec(config), "evaluate_episodes": episodes or config.get("evaluate_episodes")},
                       sort_keys=True)
 
 
-def transcripts(config: dict, task: str | None = None) -> list[Transcript]:
-    """The evaluated transcripts (all tasks, or one), in task then episode order."""
-    return [t for t in _transcripts(_spec(config)) if task is None or t.task == task]
+def transcripts(config: dict, task: str | None = None, episodes: int | None = None) -> list[Transcript]:
+    """The evaluated transcripts (all tasks, or one), in task then episode order: rung 1's, or
+    the first `episodes` (rung 2's dose-response evaluates its own number)."""
+    return [t for t in _transcripts(_spec(config, episodes)) if task is None or t.task == task]
+
+
+def _most_episodes(config: dict) -> int | None:
+    """Enough episodes to hold every transcript a tuning job may be asked for: rung 1's and
+    every scale's dose-response."""
+    from ..rung2 import plan as urd2
+
+    counts = [config.get("evaluate_episodes") or config["episodes"], *urd2.dose_episode_counts(config)]
+    return min(config["episodes"], max(counts))
 
 
 def by_sha(config: dict, sha256: str) -> Transcript:
-    for t in transcripts(config):
+    for t in transcripts(config, episodes=_most_episodes(config)):
         if t.sha256 == sha256:
             return t
     raise InputError("config/config.yaml", "transcript", "the SHA-256 of an evaluated transcript", sha256)
@@ -79,7 +89,7 @@ def by_sha(config: dict, sha256: str) -> Transcript:
 
 def transcript_tokens(config: dict, sha256: str) -> int:
     by_sha(config, sha256)
-    return _tokens(_spec(config), sha256)
+    return _tokens(_spec(config, _most_episodes(config)), sha256)
 
 
 def replay_recipes(config: dict) -> dict[str, str]:
@@ -95,6 +105,13 @@ def replay_recipes(config: dict) -> dict[str, str]:
 
 
 def settings(config: dict, scale: str, recipe: str) -> dict:
+    """A recipe's settings; a rung-2 dose recipe (dose<d>) is its base recipe at dose d."""
+    from ..rung2 import dose
+
+    d = dose.dose_of(recipe)
+    if d is not None:
+        base = config.get("urd2", {}).get("dose", {}).get("recipe", "replay_banc")
+        return {**recipe_settings(config.get("replay", {}), scale, base, where="config/config.yaml"), "dose": d}
     return recipe_settings(config.get("replay", {}), scale, recipe, where="config/config.yaml")
 
 

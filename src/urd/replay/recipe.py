@@ -4,6 +4,10 @@ Config (`replay.recipes.<name>`, with per-scale overrides in `replay.scales.<sca
     ctx:   tokens per step; null = the transcript's own length
     steps: optimiser steps; null = the most the contract allows, floor(factor x T / ctx)
     out_of_contract: true for a diagnostic recipe (measured, labelled, never ranked)
+    dose:  (rung 2's dose-response, urd.rung2.dose) trained tokens as a multiple d of the cap:
+           steps = floor(d x cap / ctx) for d <= 1 (in contract), round(d x cap / ctx) above (out
+           of contract); where d x cap is under one step, one step of floor(d x cap) tokens.
+           Replaces steps and out_of_contract
 An in-contract recipe whose steps x ctx exceeds factor x T is refused here, naming the key: the
 contract is checked before any tuning starts, not discovered afterwards.
 
@@ -87,6 +91,16 @@ def resolve(settings: dict, name: str, scale: str, transcript_tokens: int, facto
     ooc = bool(settings.get("out_of_contract", False))
     cap = factor * T
     steps = settings.get("steps")
+    dose = settings.get("dose")
+    if dose is not None:
+        if not dose > 0:
+            raise InputError(where, f"{key}.dose", "a positive multiple of the cap", dose)
+        ooc = dose > 1
+        tokens = dose * cap
+        if tokens < ctx:  # one shorter step, rather than a step that overshoots the dose
+            ctx, steps = max(2, math.floor(tokens)), 1
+        else:
+            steps = round(tokens / ctx) if ooc else math.floor(tokens / ctx)
     if steps is None:
         if ooc:
             raise InputError(where, f"{key}.steps", "an explicit step count for an out-of-contract recipe")

@@ -31,6 +31,11 @@ class MemorySystem:
     Set out_of_contract = True for a diagnostic that may exceed the token cap: it is measured
     and labelled, never ranked.
 
+    Rung 2 (session chains): consolidate(transcript, budget_bytes, prior=None) may take the
+    fiche the previous boundary left (None at the first); a system without the `prior`
+    parameter is called as above and measured as it is. `self.consolidation_factor` is the
+    contract's factor the current consolidation is held to (the Pareto sweep varies it).
+
     `self.backbone` is a metered ModelHandle (urd.harness.handle), never the raw model.
     """
 
@@ -41,6 +46,7 @@ class MemorySystem:
         self.backbone = backbone if isinstance(backbone, ModelHandle) else ModelHandle(backbone)
         self.settings = settings or {}
         self.declared_tokens = 0
+        self.consolidation_factor: int | None = None  # set by the harness before each cell
         self.decode = Decode(max_new_tokens=16)
         self._answerer = ContextAnswerer(self.backbone)
 

@@ -1,4 +1,5 @@
-"""gzip_tail: the longest tail of the transcript whose gzip fits the budget (recency)."""
+"""gzip_tail: the longest tail of the transcript whose gzip fits the budget (recency). In a
+rung-2 chain the tail is taken of the prior fiche's text followed by the new transcript."""
 
 from __future__ import annotations
 
@@ -27,8 +28,10 @@ def longest_fitting_tail(transcript: str, budget: int | None) -> bytes:
 class GzipTail(MemorySystem):
     name = "gzip_tail"
 
-    def consolidate(self, transcript, budget_bytes):
-        return longest_fitting_tail(transcript, budget_bytes)
+    def consolidate(self, transcript, budget_bytes, prior=None):
+        # in a chain, the previous tail comes before this session: recency across sessions too
+        before = gzip.decompress(prior).decode("utf-8") if prior else ""
+        return longest_fitting_tail(before + transcript, budget_bytes)
 
     def context(self, fiche, header):
         text = gzip.decompress(fiche).decode("utf-8") if fiche else ""

@@ -19,6 +19,7 @@ BUILTIN = {
     "state_carry": "urd.systems.state_carry:StateCarry",
     "replay_tune": "urd.systems.replay:ReplayTune",
     "replay_banc": "urd.systems.replay:ReplayBanc",
+    "symbolic": "urd.systems.symbolic:Symbolic",  # rung 2's reference system (scores by arithmetic)
 }
 
 RESERVED = {"control"}  # the in-session control's results directory

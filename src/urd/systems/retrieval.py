@@ -2,7 +2,8 @@
 
 Salience is how often a line was shown; ties go to the line shown first. Header lines (the
 instruction the harness passes to answer() anyway) are not indexed. Whole lines only: the index
-stops at the first line that does not fit.
+stops at the first line that does not fit. In a rung-2 chain the new session's lines are ranked
+first and the prior fiche's lines follow in their order (the newest session wins the budget).
 """
 
 from __future__ import annotations
@@ -36,8 +37,12 @@ def pack_lines(lines: list[str], budget: int | None) -> bytes:
 class Retrieval(MemorySystem):
     name = "retrieval"
 
-    def consolidate(self, transcript, budget_bytes):
-        return pack_lines(ranked_lines(transcript), budget_bytes)
+    def consolidate(self, transcript, budget_bytes, prior=None):
+        lines = ranked_lines(transcript)
+        if prior:
+            fresh = set(lines)
+            lines += [line for line in prior.decode("utf-8").split("\n") if line and line not in fresh]
+        return pack_lines(lines, budget_bytes)
 
     def context(self, fiche, header):
         return self.text_context(fiche.decode("utf-8"), header)

@@ -4,7 +4,8 @@ The notes may fill the budget: the model writes up to ceil(budget / bytes_per_to
 (settings; 3 bytes a token reaches past any budget on English notes, about 4 bytes a token with
 the World tokenizer), or ``max_new_tokens`` where a setting fixes it. The model's notes are cut
 at the budget (at a character boundary) by the system itself, before the harness weighs them;
-the harness never truncates.
+the harness never truncates. Under a consolidation cap (rung 2's sweep varies it) the notes stop
+where the cap would be passed; a cap the prompt alone passes is a BudgetViolation, as it should be.
 """
 
 from __future__ import annotations
@@ -41,8 +42,12 @@ class Summary(MemorySystem):
         # transcript and instruction tokenized apart: the transcript's tokens are then a prefix
         # the handle serves from the state computed once per episode
         enc = self.backbone.tokenizer.encode
-        prompts = [enc(t) + enc(INSTRUCTION.format(budget=budget)) for t in transcripts]
+        read = [enc(t) for t in transcripts]
+        prompts = [r + enc(INSTRUCTION.format(budget=budget)) for r in read]
         max_new = note_tokens(budget_bytes, self.settings)
+        if self.consolidation_factor is not None:  # write no more than the cap leaves
+            room = min(self.consolidation_factor * len(r) - len(p) for r, p in zip(read, prompts))
+            max_new = max(1, min(max_new, room))
         # a note stops once it fills the budget: what is written past it would be cut anyway
         gens = self.backbone.generate_groups([(None, [p]) for p in prompts], max_new_tokens=max_new,
                                              stop=("\n\n",), scopes=list(range(len(prompts))), max_bytes=budget)

@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt
 from matplotlib.patches import Patch
 
 from ..core.io import atomic_write_bytes
+from .labels import place_labels
 from .render import size_label
 
 STYLE = {
@@ -84,14 +85,24 @@ def retention_png(cells, scale: str, path, dpi: int, footer: str) -> None:
 
 
 def bits_curve_png(series: list[dict], path, dpi: int, footer: str) -> None:
-    """Retention against fiche budget on a log axis, one line per series.
+    """Retention against fiche budget on a log axis, one line per series (see bits_curve_figure)."""
+    with plt.rc_context(STYLE):
+        fig, _, _ = bits_curve_figure(series, dpi, footer)
+        save_png(fig, path, dpi)
+
+
+def bits_curve_figure(series: list[dict], dpi: int, footer: str):
+    """Build the bits-curve figure; returns (fig, ax, the 'full' point annotations).
 
     series: [{"label", "points": [{"budget_bytes", "fiche_bytes", "retention", "ci_low", "ci_high"}]}].
     The 'full' point (no budget) is drawn at its fiche size. Undefined points are omitted and
     marked on the axis."""
     with plt.rc_context(STYLE):
-        fig, ax = plt.subplots(figsize=(7.0, 4.0))
+        # at the saving DPI, so labels are placed against the text sizes that get drawn
+        fig, ax = plt.subplots(figsize=(7.0, 4.0), dpi=dpi)
         ticks: dict[float, str] = {}
+        fulls: list[tuple[tuple[float, float], str, str]] = []  # labelled last, see below
+        markers: list[tuple[float, float]] = []
         for k, s in enumerate(series):
             color = COLORS[k % len(COLORS)]
             xs, ys, lo, hi = [], [], [], []
@@ -102,8 +113,9 @@ def bits_curve_png(series: list[dict], path, dpi: int, footer: str) -> None:
                 if p["budget_bytes"] is not None:
                     ticks[x] = size_label(x)
                 else:  # the full state: its own size, labelled at the point
-                    ax.annotate(f"full\n{x / (1 << 20):.1f} MB" if x >= 1 << 20 else f"full\n{x / (1 << 10):.0f} KB", (x, p["retention"] or 0), xytext=(6, -4),
-                                textcoords="offset points", fontsize=6.5, color=color, va="top")
+                    text = f"full\n{x / (1 << 20):.1f} MB" if x >= 1 << 20 else f"full\n{x / (1 << 10):.0f} KB"
+                    fulls.append(((x, p["retention"] or 0), text, color))
+                markers.append((x, p["retention"] or 0))
                 if p["retention"] is None:
                     ax.plot([x], [0], marker="x", color=color, linestyle="none")
                     continue
@@ -125,8 +137,15 @@ def bits_curve_png(series: list[dict], path, dpi: int, footer: str) -> None:
         ax.set_xlabel("fiche budget (log scale; KB = 1024 B; full = the whole tuned state, top-k at k = all)")
         ax.set_ylabel("retention B/A")
         ax.set_title("urd rung 1 — the bits curve (95 % bootstrap CI; x: undefined, A = 0)")
+        legend = None
         if series:
-            ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(0.0, 0.93))
+            legend = ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(0.0, 0.93))
         fig.subplots_adjust(left=0.1, right=0.98, top=0.9, bottom=0.22)
         _footer(fig, footer)
-        save_png(fig, path, dpi)
+        # last: the placer measures the final tick labels, legend and footer
+        avoid = list(fig.texts) + ([legend] if legend is not None else [])
+        anns = place_labels(ax, [f[0] for f in fulls], [f[1] for f in fulls], markers=markers, avoid=avoid,
+                            fontsize=6.5)
+        for ann, (_, _, color) in zip(anns, fulls):
+            ann.set_color(color)  # colour does not change the measured box
+    return fig, ax, anns

@@ -69,6 +69,10 @@ def published_files(config: dict) -> list[str]:
         from ..agentmem.smk import STORES_TABLES
 
         files += list(STORES_TABLES.values())
+    for part in config["publish"].get("urd2", []):  # rung 2: a table a part, a figure a scale
+        files += [f"{TABLES}/urd2_{part}.md", f"{TABLES}/urd2_{part}.html"]
+        if part != "chains":
+            files += [f"{FIGURES}/urd2_{part}_{s}.png" for s in scales]
     if config["controls"]["enabled"]:
         files += [f"{TABLES}/ceiling.md", f"{TABLES}/ceiling.html", f"{TABLES}/bits_curve.md",
                   f"{TABLES}/bits_curve.html", f"{FIGURES}/bits_curve.png"]

@@ -1,0 +1,184 @@
+"""What rung 2 runs at a scale, known when the DAG is built (no torch, no model).
+
+`settings(config, scale, part)` is config `urd2.<part>` with `urd2.scales.<scale>.<part>` laid over
+it; `check(config)` refuses, before any job runs, what could not be measured honestly (a replay
+system in the Pareto sweep, more sessions than were generated, a transfer length past the
+chain). The specs are the slices of the config each job depends on, so a change elsewhere
+reruns nothing. The CPU seconds are estimates at the scale's measured speed (urd.cost.estimate).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..core.errors import InputError
+
+PARTS = ("chains", "pareto", "dose")
+SOURCE = "config/config.yaml (urd2)"
+# systems that never run the model while consolidating (estimates only)
+TEXT_SYSTEMS = frozenset({"vanilla", "gzip_tail", "retrieval", "symbolic"})
+
+
+def settings(config: dict, scale: str, part: str) -> dict:
+    u = config["urd2"]
+    return {**u[part], **u.get("scales", {}).get(scale, {}).get(part, {})}
+
+
+def dose_episode_counts(config: dict) -> list[int]:
+    u = config.get("urd2")
+    if not u:
+        return []
+    return [settings(config, s, "dose")["episodes"] for s in config["backbones"]]
+
+
+def check(config: dict) -> None:
+    """Refuse a rung-2 config that could not be measured as asked, naming the key."""
+    from ..data.chains import check_sessions
+    from ..systems import registry
+
+    data = config["urd2"]["data"]
+    plugins = config.get("plugins")
+    for scale in config["backbones"]:
+        c = settings(config, scale, "chains")
+        where = f"urd2.chains (scale {scale})"
+        if c["sessions"] > data["sessions"]:
+            raise InputError(SOURCE, f"{where}.sessions", f"at most urd2.data.sessions = {data['sessions']}", c["sessions"])
+        if c.get("chains") and c["chains"] > data["chains"]:
+            raise InputError(SOURCE, f"{where}.chains", f"at most urd2.data.chains = {data['chains']}", c["chains"])
+        late = [n for n in c["lengths"] if n > c["sessions"]]
+        if late:
+            raise InputError(SOURCE, f"{where}.lengths", f"lengths up to sessions = {c['sessions']}", late[0])
+        for v in c["variants"]:
+            check_sessions(v, c["sessions"])
+        p = settings(config, scale, "pareto")
+        if p["episodes"] > config["episodes"]:
+            raise InputError(SOURCE, f"urd2.pareto (scale {scale}).episodes", f"at most episodes = {config['episodes']}",
+                             p["episodes"])
+        for name in [*c["systems"], *p["systems"]]:
+            registry.resolve(name, plugins, source=SOURCE)
+        for name in p["systems"]:
+            if getattr(registry.resolve(name, plugins), "needs_artifacts", False):
+                raise InputError(SOURCE, f"urd2.pareto (scale {scale}).systems",
+                                 "systems whose consolidation the cap bounds (a replay system's dose is swept by "
+                                 "urd2.dose)", name)
+        d = settings(config, scale, "dose")
+        if d["episodes"] > config["episodes"]:
+            raise InputError(SOURCE, f"urd2.dose (scale {scale}).episodes", f"at most episodes = {config['episodes']}",
+                             d["episodes"])
+    if config["urd2"]["dose"]["recipe"] not in config.get("replay", {}).get("recipes", {}):
+        raise InputError(SOURCE, "urd2.dose.recipe", "a recipe of replay.recipes", config["urd2"]["dose"]["recipe"])
+
+
+# --- specs ----------------------------------------------------------------------------------
+def _common(config: dict, task: str, system: str | None) -> dict:
+    plugins = {k: v for k, v in config.get("plugins", {}).items() if k == system}
+    sys_settings = {k: v for k, v in config.get("system_settings", {}).items() if k == system}
+    return {"consolidation_factor": config["consolidation_factor"], "decode": config["decode"][task],
+            "strategy": config["strategy"], "plugins": plugins, "system_settings": sys_settings}
+
+
+def chain_spec(config: dict, scale: str, task: str, system: str | None = None, summary: bool = False) -> dict:
+    c = settings(config, scale, "chains")
+    spec = {**_common(config, task, system), "chains": c.get("chains"), "task": task}
+    if summary:
+        spec.update(sessions=c["sessions"], lengths=c["lengths"], budgets=c["budgets"],
+                    bootstrap=config["publish"]["bootstrap"])
+    return spec
+
+
+def sweep_spec(config: dict, scale: str, task: str, system: str | None = None) -> dict:
+    p = settings(config, scale, "pareto")
+    return {**_common(config, task, system), "evaluate_episodes": p["episodes"], "evaluate_queries": None,
+            "budgets": p["budgets"], "caps": p["caps"], "bootstrap": config["publish"]["bootstrap"]}
+
+
+def dose_spec(config: dict, scale: str) -> dict:
+    d = settings(config, scale, "dose")
+    return {"consolidation_factor": config["consolidation_factor"], "decode": config["decode"],
+            "strategy": config["strategy"], "evaluate_episodes": d["episodes"], "evaluate_queries": None,
+            "doses": d["doses"], "tasks": d["tasks"], "recipe": d["recipe"],
+            "state_file": config["controls"].get("state_file", "time_state.npy"), "plugins": {}}
+
+
+def dose_recipes(config: dict) -> list[str]:
+    """Every dose recipe some scale asks for (the tuning rule's recipe names)."""
+    from .dose import recipe_name
+
+    if not config.get("urd2"):
+        return []
+    return sorted({recipe_name(d) for s in config["backbones"] for d in settings(config, s, "dose")["doses"]})
+
+
+# --- estimates (CPU seconds, for the dry run's spend line) ----------------------------------
+def _seconds(config, scale, prefill=0, decode=0, batched=0) -> int:
+    from ..cost.estimate import _seconds as seconds
+
+    return seconds(config, scale, prefill=prefill, decode=decode, batched=batched)
+
+
+def _task_sizes(config: dict, task: str) -> tuple[int, int]:
+    from ..cost.estimate import QUERY_TOKENS, TRANSCRIPT_TOKENS
+
+    t2 = config["tasks"]["t2"]
+    queries = config["queries"] if task == "t1" else t2["triggers"] + t2["non_triggers"]
+    return TRANSCRIPT_TOKENS[task], queries * (QUERY_TOKENS + config["decode"][task]["max_new_tokens"])
+
+
+def _consolidate_tokens(config: dict, system: str, task: str, budget: int | None,
+                        cap: int | None = None) -> tuple[int, int]:
+    """(prefill, decode) tokens of one episode's consolidation (summary's notes stop at the cap)."""
+    transcript, _ = _task_sizes(config, task)
+    if system in TEXT_SYSTEMS:
+        return 0, 0
+    if system == "summary":
+        from ..systems.summary import note_tokens
+
+        notes = note_tokens(budget, config.get("system_settings", {}).get("summary", {}))
+        cap = config["consolidation_factor"] if cap is None else cap
+        return transcript, max(0, min(notes, cap * transcript - transcript))
+    return transcript, 0
+
+
+def chain_cpu_seconds(config: dict, scale: str, step: str, task: str, system: str | None = None,
+                      split: str | None = None, boundary: int = 1) -> int:
+    c = settings(config, scale, "chains")
+    chains = c.get("chains") or config["urd2"]["data"]["chains"]
+    transcript, rows = _task_sizes(config, task)
+    if step == "consolidate":
+        pre, dec = _consolidate_tokens(config, system, task, c["budgets"].get(split))
+        return _seconds(config, scale, prefill=chains * pre, decode=chains * dec)
+    if step == "answer":
+        if system in ("vanilla", "symbolic"):
+            return _seconds(config, scale)
+        answered = boundary + (1 if boundary > 1 else 0)
+        return _seconds(config, scale, prefill=chains * answered * 400, batched=chains * answered * rows)
+    if step == "control":
+        n = c["sessions"]
+        return _seconds(config, scale, prefill=chains * n * transcript, batched=chains * n * rows)
+    return _seconds(config, scale)
+
+
+def sweep_cpu_seconds(config: dict, scale: str, step: str, task: str, system: str | None = None) -> int:
+    p = settings(config, scale, "pareto")
+    eps, points = p["episodes"], len(p["budgets"]) * len(p["caps"])
+    transcript, rows = _task_sizes(config, task)
+    if step == "consolidate":
+        tokens = [_consolidate_tokens(config, system, task, b, c) for b in p["budgets"] for c in p["caps"]]
+        return _seconds(config, scale, prefill=eps * (transcript + sum(t[1] for t in tokens)),
+                        decode=eps * sum(t[1] for t in tokens))
+    if step == "answer":
+        distinct = points if system not in TEXT_SYSTEMS else len(p["budgets"])
+        if system in ("vanilla", "symbolic"):
+            return _seconds(config, scale)
+        return _seconds(config, scale, prefill=eps * distinct * 400, batched=eps * distinct * rows)
+    return _seconds(config, scale)
+
+
+def dose_cpu_seconds(config: dict, scale: str) -> int:
+    d = settings(config, scale, "dose")
+    total = 0
+    for task in d["tasks"]:
+        _, rows = _task_sizes(config, task)
+        total += len(d["doses"]) * (_seconds(config, scale, prefill=d["episodes"] * 400,
+                                             batched=d["episodes"] * rows))
+    return max(1, math.ceil(total))

@@ -1,0 +1,129 @@
+"""Rung 2 through the real rules on tiny, offline, in a fresh copy of the workflow: the chains,
+the Pareto sweep and the dose-response build with the reduced profile below, the symbolic
+system's R matrix, backward transfer and frontier equal what arithmetic predicts, a plug-in that
+reaches for earlier sessions on disk earns nothing, and the tables and figures are made."""
+
+import json
+import os
+
+import pytest
+from conftest import REPO, needs_sandbox, snakemake
+
+pytestmark = pytest.mark.slow
+
+# The reduced profile: two chains of three T1 sessions, one model-free system plus the cheat, a
+# sweep of three budgets x two caps on one episode, one dose of one task (T2 chains and the
+# other variants: tests/test_urd2.py, through the same harness in one process).
+REDUCED_URD2 = """
+plugins: {chain_reread: "cheats:ChainReread"}
+publish: {urd2: [chains, pareto, dose]}
+urd2:
+  scales:
+    tiny:
+      chains: {chains: 2, sessions: 3, lengths: [2, 3], variants: [t1],
+               systems: [symbolic, chain_reread], budgets: {one: 640, two: 1280}}
+      pareto: {tasks: [t1], episodes: 1, systems: [vanilla, symbolic, gzip_tail],
+               budgets: [80, 640, 960], caps: [0, 10]}
+      dose: {tasks: [t2], episodes: 1, doses: [0.5]}
+    0.1b:
+      chains: {chains: 1, sessions: 2, lengths: [2], variants: [t1], systems: [symbolic], budgets: {one: 640}}
+      pareto: {tasks: [t1], episodes: 1, systems: [vanilla, summary], budgets: [80], caps: [10]}
+      dose: {tasks: [t2], episodes: 1, doses: [0.5, 19.2]}
+"""
+TARGETS = ["results/urd2/tiny/chains/summary.json", "results/urd2/tiny/pareto/summary.json",
+           "results/urd2/tiny/dose/summary.json", "results/urd/tables/urd2_chains.md",
+           "results/urd/tables/urd2_pareto.md", "results/urd/figures/urd2_pareto_tiny.png",
+           "results/urd/tables/urd2_dose.md", "results/urd/figures/urd2_dose_tiny.png"]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    from conftest import copy_workflow
+    from urd.workflow import sandbox
+
+    wf = copy_workflow(tmp_path_factory.mktemp("urd2") / "wf")
+    (wf / "reduced.yaml").write_text(REDUCED_URD2)
+    box = "off" if sandbox.unavailable() else "required"
+    snakemake(wf, *_args(box), check=True, env=ENV)
+    return wf, box
+
+
+ENV = {**os.environ, "PYTHONPATH": str(REPO / "tests")}  # the cheat plug-in's module
+
+
+def _args(box):
+    return [*TARGETS, "--configfile", "reduced.yaml", "--config", f"sandbox={box}"]
+
+
+def _load(wf, part):
+    return json.loads((wf / f"results/urd2/tiny/{part}/summary.json").read_text())
+
+
+def test_the_symbolic_chain_matches_arithmetic_through_the_rules(built):
+    wf, box = built
+    s = _load(wf, "chains")["systems"]["symbolic"]
+    # 640 B (64 entries): the newest session only; 1,280 B: the last two
+    assert s["t1"]["one"]["R"] == [[1, None, None], [0, 1, None], [0, 0, 1]]
+    assert s["t1"]["two"]["R"] == [[1, None, None], [1, 1, None], [0, 1, 1]]
+    assert s["t1"]["one"]["transfer"]["3"]["backward"]["mean"] == -1
+    assert s["t1"]["two"]["transfer"]["2"]["backward"]["mean"] == 0
+    assert s["t1"]["two"]["transfer"]["3"]["backward"]["mean"] == -0.5
+    assert s["t1"]["two"]["transfer"]["3"]["forward"]["mean"] == 0
+    assert len(s["t1"]["one"]["control_A"]) == 3
+    if box == "required":
+        assert s["t1"]["one"]["sandbox"] == ["bwrap"]
+
+
+@needs_sandbox()
+def test_a_system_that_reads_earlier_sessions_from_disk_earns_nothing(built):
+    wf, box = built
+    cheat = _load(wf, "chains")["systems"]["chain_reread"]["t1"]["two"]
+    assert all(x in (0, None) for row in cheat["R"] for x in row)
+    log = (wf / "logs/urd2/tiny/chains/chain_reread/t1/two/b3.answer.log").read_text()
+    for k in (1, 2, 3):  # every session's transcript and answers: not there for the answering job
+        assert f"chain_reread data/urd2/chains/t1/s{k}.jsonl: error FileNotFoundError" in log
+        assert f"chain_reread data/urd2/chains/t1/s{k}.session_a.jsonl: error FileNotFoundError" in log
+    assert ": found" not in log
+
+
+def test_the_sweep_frontier_is_the_one_arithmetic_predicts(built):
+    wf, _ = built
+    p = _load(wf, "pareto")
+    t1 = p["tasks"]["t1"]
+    sym = {(q["budget_bytes"], q["cap_factor"]): q for q in t1["points"] if q["system"] == "symbolic"}
+    assert {k: (q["score"], q["bits"], q["flops"]) for k, q in sym.items()} == {
+        (80, 0): (0.75, 640, 0), (80, 10): (0.75, 640, 0), (640, 0): (1, 5120, 0), (640, 10): (1, 5120, 0),
+        (960, 0): (1, 5120, 0), (960, 10): (1, 5120, 0)}
+    # vanilla (nothing crosses, nothing spent) and every symbolic point; gzip_tail scores 0 with bits
+    on = sorted(f"{q['system']} {q['budget_bytes']}@{q['cap_factor']}" for q in t1["points"] if q["frontier"])
+    assert on == sorted(f"{s} {b}@{c}" for s in ("symbolic", "vanilla") for b in (80, 640, 960) for c in (0, 10))
+    assert p["n_params"] > 0 and "2 x N" in p["flops_formula"]
+
+
+def test_the_dose_target_and_the_rung2_tables_build(built):
+    wf, box = built
+    d = _load(wf, "dose")
+    point = d["doses"]["dose0.5"]
+    assert point["out_of_contract"] is False and set(point["tasks"]) == {"t2"}
+    t2 = point["tasks"]["t2"]
+    assert 0 < t2["dose_measured"]["max"] <= 0.5 and {"rate_trigger", "rate_non_trigger", "difference"} <= set(t2)
+    chains_md = (wf / "results/urd/tables/urd2_chains.md").read_text()
+    assert "BWT(3)" in chains_md and "-0.500" in chains_md
+    for png in ("urd2_pareto_tiny.png", "urd2_dose_tiny.png"):
+        assert (wf / "results/urd/figures" / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    again = snakemake(wf, *_args(box), "-n", env=ENV)
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_the_dry_run_prices_every_sweep_at_a_real_scale(built):
+    wf, box = built
+    targets = [f"results/urd2/0.1b/{part}/summary.json" for part in ("chains", "pareto", "dose")]
+    proc = snakemake(wf, *targets, "--configfile", "reduced.yaml", "--config", f"sandbox={box}", "-n", env=ENV)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = [line for line in proc.stdout.splitlines() if "urd planned spend" in line or "of which" in line]
+    assert lines[0].startswith("urd planned spend (") and len(lines) == 4, lines
+    parts = {line.split(" (")[0].removeprefix("  of which "): line for line in lines[1:]}
+    assert set(parts) == {"rung 2 chains", "rung 2 Pareto sweep", "rung 2 dose-response"}
+    # the dose's two tuning jobs hold a GPU; the chains and the sweep run on CPUs
+    assert "GPU 0.00 h" not in parts["rung 2 dose-response"] and "(3 jobs)" in parts["rung 2 dose-response"]
+    assert "CPU 0.00 h" not in parts["rung 2 Pareto sweep"]
