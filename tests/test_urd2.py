@@ -338,3 +338,15 @@ def test_rung2_figures_label_every_point_clear_of_ticks_and_each_other():
     assert len(anns) == 7 * 4 and overlaps(fig, ax, anns) == []
     doc = figs.pareto_document([Source("tiny", "p.json", "0" * 64, _pareto_summary())], "abc")
     assert "disqualified: over the cap" in doc.markdown()
+
+
+def test_published_lists_the_rung2_parts_the_config_names(urd_config):
+    from urd.tables.targets import published_files
+
+    files = published_files(urd_config)
+    for part in ("chains", "pareto", "dose"):
+        assert f"results/urd/tables/urd2_{part}.md" in files
+    assert "results/urd/figures/urd2_pareto_tiny.png" in files and "results/urd/figures/urd2_chains_tiny.png" not in files
+    fewer = published_files({**urd_config, "publish": {**urd_config["publish"], "urd2": ["dose"]}})
+    assert [f for f in fewer if "urd2" in f] == ["results/urd/tables/urd2_dose.md", "results/urd/tables/urd2_dose.html",
+                                                 "results/urd/figures/urd2_dose_tiny.png"]

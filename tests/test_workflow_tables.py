@@ -78,7 +78,9 @@ def _given_summary(workflow):
     cfg = workflow / "config/config.yaml"
     text = cfg.read_text()
     assert "\n  enabled: true" in text
-    cfg.write_text(text.replace("\n  enabled: true", "\n  enabled: false", 1))
+    text = text.replace("\n  enabled: true", "\n  enabled: false", 1)
+    assert "\n  urd2: [chains, pareto, dose]" in text  # rung 2's tables: tests/test_workflow_urd2.py
+    cfg.write_text(text.replace("\n  urd2: [chains, pareto, dose]", "\n  urd2: []", 1))
     (workflow / "results/urd/tiny").mkdir(parents=True)
     fx.write(workflow / "results/urd/tiny/summary.json", fx.published_like("tiny"))
     fx.write(workflow / "results/urd/oracle.json", {"t1_oracle": {"over": {"ceiling": 0.786}, "sanity": {"ceiling": 1.0}}})
@@ -176,7 +178,9 @@ def test_published_builds_for_tiny_from_a_fresh_copy(vanilla_built, tmp_path, mo
     systems = ["vanilla", "replay_tune", "replay_banc"]
     # as published results are made: no job runs outside its sandbox (where this machine has one)
     box = "required" if sandbox.unavailable() is None else "auto"
-    snakemake(workflow, "published", *REDUCED, f"systems=[{','.join(systems)}]", f"sandbox={box}", check=True)
+    # rung 2's parts are built and checked by tests/test_workflow_urd2.py
+    snakemake(workflow, "published", *REDUCED, f"systems=[{','.join(systems)}]", f"sandbox={box}",
+              "publish={urd2: []}", check=True)
     summary = json.loads((workflow / "results/urd/tiny/summary.json").read_text())
     if box == "required":
         cells = sum(len(splits) for tasks in summary["cells"].values() for splits in tasks.values())

@@ -39,6 +39,7 @@ TARGETS = ["results/urd2/tiny/chains/summary.json", "results/urd2/tiny/pareto/su
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     from conftest import copy_workflow
+
     from urd.workflow import sandbox
 
     wf = copy_workflow(tmp_path_factory.mktemp("urd2") / "wf")
@@ -76,7 +77,7 @@ def test_the_symbolic_chain_matches_arithmetic_through_the_rules(built):
 
 @needs_sandbox()
 def test_a_system_that_reads_earlier_sessions_from_disk_earns_nothing(built):
-    wf, box = built
+    wf, _ = built
     cheat = _load(wf, "chains")["systems"]["chain_reread"]["t1"]["two"]
     assert all(x in (0, None) for row in cheat["R"] for x in row)
     log = (wf / "logs/urd2/tiny/chains/chain_reread/t1/two/b3.answer.log").read_text()
@@ -127,3 +128,4 @@ def test_the_dry_run_prices_every_sweep_at_a_real_scale(built):
     # the dose's two tuning jobs hold a GPU; the chains and the sweep run on CPUs
     assert "GPU 0.00 h" not in parts["rung 2 dose-response"] and "(3 jobs)" in parts["rung 2 dose-response"]
     assert "CPU 0.00 h" not in parts["rung 2 Pareto sweep"]
+
