@@ -197,10 +197,8 @@ class ChainReread(MemorySystem):
 
     name = "chain_reread"
 
-    def consolidate(self, transcript, budget_bytes, prior=None):
-        return b""
-
-    def answer(self, fiche, query, header):
+    @staticmethod
+    def _reread() -> dict:
         import sys
         from pathlib import Path
 
@@ -212,5 +210,12 @@ class ChainReread(MemorySystem):
                 print(f"chain_reread {path}: found", file=sys.stderr, flush=True)
             except OSError as exc:
                 print(f"chain_reread {path}: error {type(exc).__name__}", file=sys.stderr, flush=True)
+        return found
+
+    def consolidate(self, transcript, budget_bytes, prior=None):
+        self._reread()  # at boundary k: may it see an earlier session's transcript?
+        return b""
+
+    def answer(self, fiche, query, header):
         m = _KEY.search(query)
-        return found.get(m.group(1), "NONE") if m else "NONE"
+        return self._reread().get(m.group(1), "NONE") if m else "NONE"

@@ -1,7 +1,7 @@
 """Replay in the repo's own DAG: one tuning job per (recipe, transcript) shared by both splits, the
 exact planned spend of `snakemake -n`, and a tiny replay target (tuning job on the gpu partition,
-session-B cell on cpu) run to the end through `snakemake --profile slurm` on a real single-node
-cluster (tests/slurm_cluster.py; skipped, saying why, where SLURM cannot run)."""
+the cell's consolidation on cpu) run to the end through `snakemake --profile slurm` on a real
+single-node cluster (tests/slurm_cluster.py; skipped, saying why, where SLURM cannot run)."""
 
 from __future__ import annotations
 
@@ -95,7 +95,8 @@ def test_tiny_replay_target_runs_through_the_slurm_profile(slurm_cluster, wf):
     assert pre.returncode == 0, pre.stdout + pre.stderr
     # one cell, CI-sized (one episode, two queries): the out-of-contract diagnostic, whose label
     # must survive the trip; the fake GPU is single, so a second recipe would only queue behind it
-    targets = cells(systems=("replay_banc",), tasks=("t2",), splits=("over",))
+    # (its fiches: each SLURM stage costs ~20 s, and the answering job is routed as this one is)
+    targets = [c.replace("responses.jsonl", "fiches.jsonl") for c in cells(("replay_banc",), ("t2",), ("over",))]
     t0 = time.monotonic()
     # exactly as a user types it at the repo root
     r = smk(wf, "--profile", "slurm", "--config", "evaluate_episodes=1", "evaluate_queries=2", "--", *targets,
@@ -112,11 +113,11 @@ def test_tiny_replay_target_runs_through_the_slurm_profile(slurm_cluster, wf):
     assert c["sandbox"] == ("bwrap" if sandbox.unavailable() is None else f"off ({sandbox.unavailable()})")
     parts = squeue_partitions(env)
     assert parts.get("tune_state") == {"gpu"}, parts
-    assert parts.get("consolidate") == parts.get("answer") == {"cpu"}, parts
-    # the cell finished from the artifact, labelled out of contract
-    recs = [json.loads(l) for l in (wf / "results/urd/tiny/replay_banc/t2/over/responses.jsonl").open()]
-    assert len(recs) == 2 and all(x["out_of_contract"] is True and x["metered_tokens"] == 0 for x in recs)
-    assert recs[0]["declared_tokens"] == c["trained_tokens"]
+    assert parts.get("consolidate") == {"cpu"} and "answer" not in parts, parts
+    # the cell's session A consolidated from the artifact, labelled out of contract
+    (rec,) = [json.loads(line) for line in (wf / "results/urd/tiny/replay_banc/t2/over/fiches.jsonl").open()]
+    assert rec["out_of_contract"] is True and rec["metered_tokens"] == 0
+    assert rec["declared_tokens"] == c["trained_tokens"]
     # the sanity cells: replay_banc's reuses its artifact, only replay_tune's recipe is left to tune
     # (one tiny tuning job on a T2 transcript: 4 GPU seconds)
     counts, tunes, line = dry_run(wf, "--config", "evaluate_episodes=1", "evaluate_queries=2", "--",

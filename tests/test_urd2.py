@@ -72,6 +72,9 @@ def test_symbolic_packs_ten_bytes_a_key_hot_keys_first(urd_config):
         assert len(system.consolidate(ep["transcript"], budget)) == kept * T1_ENTRY
 
 
+_CONTROLS: dict = {}  # the in-session control of a variant's sessions, computed once
+
+
 def _run_chain(system, backbone, spec, variant, budget, n):
     """Every boundary of a chain through the harness (the workflow's jobs, in one process)."""
     from urd.data import views
@@ -93,7 +96,10 @@ def _run_chain(system, backbone, spec, variant, budget, n):
         files = {(k, False): recs, **({(k, True): [r for r, _ in fresh]} if fresh else {})}
         responses += chains.judge(task, {j: data[j] for j in range(1, k + 1)}, raw, files, system.name, "x", "raw")
         prior = chained
-    control = chains.judge(task, data, chains.control(backbone, view_a, view_b, decode), None, "control", None, "ctl")
+    if variant not in _CONTROLS:
+        raw = chains.control(backbone, view_a, view_b, decode)
+        _CONTROLS[variant] = chains.judge(task, data, raw, None, "control", None, "ctl")
+    control = _CONTROLS[variant]
     return chains.fold_chain(task, n, [2, n], responses, control, BOOT)
 
 

@@ -20,6 +20,10 @@ def test_the_scripted_report_and_tables_build_offline_from_the_verified_world(wo
     assert (workflow / "results/urd/verified/data/planting/world.jsonl.sha256").exists()
     report = json.loads((workflow / SCRIPTED).read_text())
     assert report["status"] == "complete" and report["calibration"]["passed"] and report["gate"]["passed"]
+    from urd.workflow import sandbox
+
+    if sandbox.unavailable() is None:  # the job ran in the sandbox, and the report says so
+        assert report["sandbox"] == "bwrap"
     md = (workflow / TABLES[0]).read_text()
     assert all(f"| scripted | {arm} |" in md for arm in ("full", "full+table", "layered"))
     assert "not credited: full -> layered differ in history, promise_table" in md

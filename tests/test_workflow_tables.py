@@ -135,7 +135,7 @@ def test_controls_are_wired_to_the_tuning_artifacts_when_enabled(workflow, urd_c
     from urd.controls.artifacts import evaluated_transcript_digests
 
     overlay = workflow / "controls.yaml"
-    overlay.write_text("controls: {enabled: true}\npublish: {scales: [tiny], bootstrap: {resamples: 1000, level: 0.95, seed: 1}, dpi: 100}\n")
+    overlay.write_text("controls: {enabled: true}\npublish: {scales: [tiny], bootstrap: {resamples: 1000, level: 0.95, seed: 1}, dpi: 100, urd2: []}\n")
     proc = snakemake(workflow, "published", "-n", "--configfile", "config/config.yaml", str(overlay), *REDUCED)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
@@ -178,16 +178,16 @@ def test_published_builds_for_tiny_from_a_fresh_copy(vanilla_built, tmp_path, mo
     systems = ["vanilla", "replay_tune", "replay_banc"]
     # as published results are made: no job runs outside its sandbox (where this machine has one)
     box = "required" if sandbox.unavailable() is None else "auto"
-    # rung 2's parts are built and checked by tests/test_workflow_urd2.py
+    # rung 2's parts, the planting suite and the stores table are built and checked by their own
+    # tests (tests/test_workflow_urd2.py, test_workflow_planting.py, test_agentmem_snakemake.py)
     snakemake(workflow, "published", *REDUCED, f"systems=[{','.join(systems)}]", f"sandbox={box}",
-              "publish={urd2: []}", check=True)
+              "publish={urd2: []}", "agentmem={planting: {publish: []}, stores: {publish: []}}", check=True)
     summary = json.loads((workflow / "results/urd/tiny/summary.json").read_text())
     if box == "required":
         cells = sum(len(splits) for tasks in summary["cells"].values() for splits in tasks.values())
         assert summary["provenance"]["sandbox"] == {"summary": "bwrap", "cells": {"bwrap": cells + 2},
                                                     "all_sandboxed": True, "mixed": False}  # the cells, two controls
         assert "every job sandboxed (bwrap)" in (workflow / "results/urd/tables/retention.md").read_text()
-        assert json.loads((workflow / "results/planting/scripted/report.json").read_text())["sandbox"] == "bwrap"
         ceiling_prov = json.loads((workflow / "results/urd/tiny/controls/ceiling.json").read_text())["provenance"]
         assert ceiling_prov["sandbox"] == "bwrap"
     digest = sha256_file(workflow / "results/urd/tiny/summary.json")

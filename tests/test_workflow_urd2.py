@@ -21,7 +21,7 @@ urd2:
   scales:
     tiny:
       chains: {chains: 2, sessions: 3, lengths: [2, 3], variants: [t1],
-               systems: [symbolic, chain_reread], budgets: {one: 640, two: 1280}}
+               systems: [symbolic, chain_reread], budgets: {two: 1280}}
       pareto: {tasks: [t1], episodes: 1, systems: [vanilla, symbolic, gzip_tail],
                budgets: [80, 640, 960], caps: [0, 10]}
       dose: {tasks: [t2], episodes: 1, doses: [0.5]}
@@ -63,16 +63,14 @@ def _load(wf, part):
 def test_the_symbolic_chain_matches_arithmetic_through_the_rules(built):
     wf, box = built
     s = _load(wf, "chains")["systems"]["symbolic"]
-    # 640 B (64 entries): the newest session only; 1,280 B: the last two
-    assert s["t1"]["one"]["R"] == [[1, None, None], [0, 1, None], [0, 0, 1]]
+    # 1,280 B (128 entries): the last two sessions (other budgets: tests/test_urd2.py)
     assert s["t1"]["two"]["R"] == [[1, None, None], [1, 1, None], [0, 1, 1]]
-    assert s["t1"]["one"]["transfer"]["3"]["backward"]["mean"] == -1
     assert s["t1"]["two"]["transfer"]["2"]["backward"]["mean"] == 0
     assert s["t1"]["two"]["transfer"]["3"]["backward"]["mean"] == -0.5
     assert s["t1"]["two"]["transfer"]["3"]["forward"]["mean"] == 0
-    assert len(s["t1"]["one"]["control_A"]) == 3
+    assert len(s["t1"]["two"]["control_A"]) == 3
     if box == "required":
-        assert s["t1"]["one"]["sandbox"] == ["bwrap"]
+        assert s["t1"]["two"]["sandbox"] == ["bwrap"]
 
 
 @needs_sandbox()
@@ -85,6 +83,11 @@ def test_a_system_that_reads_earlier_sessions_from_disk_earns_nothing(built):
         assert f"chain_reread data/urd2/chains/t1/s{k}.jsonl: error FileNotFoundError" in log
         assert f"chain_reread data/urd2/chains/t1/s{k}.session_a.jsonl: error FileNotFoundError" in log
     assert ": found" not in log
+    # consolidating at boundary 3, session 3's transcript is there and sessions 1 and 2 are not
+    log = (wf / "logs/urd2/tiny/chains/chain_reread/t1/two/b3.consolidate.log").read_text()
+    assert "chain_reread data/urd2/chains/t1/s3.session_a.jsonl: found" in log
+    for path in ("s1.session_a", "s2.session_a", "s1", "s2", "s3"):
+        assert f"chain_reread data/urd2/chains/t1/{path}.jsonl: error FileNotFoundError" in log
 
 
 def test_the_sweep_frontier_is_the_one_arithmetic_predicts(built):
