@@ -99,15 +99,20 @@ def ledgers(tmp) -> list[SpendLedger]:
 
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
-    """Each suite run once, start to end: its report and what the server billed."""
-    out = {}
-    for suite in ("trip-vs-move", "update-gate", "planting"):
+    """Each suite run once, start to end: its report and what the server billed. The three run
+    at once, each against its own server (they wait on sockets as much as they compute)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(suite):
         tmp = tmp_path_factory.mktemp(suite)
         with MessagesServer(api_for(suite), lifetime_s=300) as server:
             done = run_through(suite, tmp, server)
         assert done.returncode == 0, done.stderr[-2000:]
-        out[suite] = (report_of(tmp), server.billed_requests(), server)
-    return out
+        return suite, (report_of(tmp), server.billed_requests(), server)
+
+    suites = ("trip-vs-move", "update-gate", "planting")
+    with ThreadPoolExecutor(len(suites)) as pool:
+        return dict(pool.map(one, suites))
 
 
 def kill_when(proc, ready, timeout=120.0) -> None:

@@ -5,15 +5,31 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import snakemake
+from conftest import copy_of, copy_workflow, snakemake
 
 pytestmark = pytest.mark.slow  # every test here runs Snakemake
 
 ORACLE = "results/urd/oracle.json"
 
 
-def test_oracle_target_builds_and_data_matches_the_manifest(workflow):
-    snakemake(workflow, ORACLE, check=True)
+@pytest.fixture(scope="module")
+def oracle_built(tmp_path_factory):
+    """One fresh build of the oracle (data, its views, their verify stamps), for the tests that
+    tamper with a copy of it."""
+    wf = copy_workflow(tmp_path_factory.mktemp("oracle") / "wf")
+    snakemake(wf, ORACLE, check=True)
+    return wf
+
+
+@pytest.fixture
+def built(oracle_built, tmp_path):
+    wf = copy_of(oracle_built, tmp_path / "wf")
+    (wf / ORACLE).unlink()  # the consumer, to be run again on tampered inputs
+    return wf
+
+
+def test_oracle_target_builds_and_data_matches_the_manifest(oracle_built):
+    workflow = oracle_built
     rep = json.loads((workflow / ORACLE).read_text())
     assert rep["t1_oracle"]["over"]["ceiling"] == 0.786
     assert rep["t1_oracle"]["sanity"]["ceiling"] == 1.0
@@ -42,15 +58,14 @@ def _assert_stopped(proc, workflow, name):
     assert not (workflow / ORACLE).exists(), "the consumer ran although verification failed"
 
 
-def test_a_flipped_byte_in_the_data_stops_the_dag(workflow):
-    snakemake(workflow, "data/c1/t1.jsonl", "data/t2.jsonl", check=True)
-    _flip_byte(workflow / "data/c1/t1.jsonl")
+def test_a_flipped_byte_in_the_data_stops_the_dag(built):
+    workflow = built
+    _flip_byte(workflow / "data/c1/t1.jsonl")  # newer than its stamp: verified again, and refused
     _assert_stopped(snakemake(workflow, ORACLE), workflow, "data/c1/t1.jsonl")
 
 
-def test_a_flipped_byte_in_the_manifest_stops_the_dag(workflow):
-    snakemake(workflow, ORACLE, check=True)
-    (workflow / ORACLE).unlink()
+def test_a_flipped_byte_in_the_manifest_stops_the_dag(built):
+    workflow = built
     manifest = workflow / "calibration/manifest.sha256"
     text = manifest.read_text()
     line = next(l for l in text.splitlines() if l.endswith("data/t2.jsonl"))
@@ -65,12 +80,11 @@ def test_bad_config_on_the_command_line_names_the_key(workflow):
     assert "episodes: expected type integer, got 'many'" in proc.stdout + proc.stderr
 
 
-def test_a_file_changed_after_verification_is_refused_whatever_its_mtime(workflow):
+def test_a_file_changed_after_verification_is_refused_whatever_its_mtime(built):
     """cp -p, rsync -a and tar keep mtimes: the consumer re-checks the digest when it reads."""
     import os
 
-    stamps = [f"results/urd/verified/{p}.sha256" for p in ("data/c1/t1.jsonl", "data/t2.jsonl")]
-    snakemake(workflow, *stamps, check=True)
+    workflow = built
     path = workflow / "data/c1/t1.jsonl"
     before = path.stat()
     _flip_byte(path)
