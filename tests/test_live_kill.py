@@ -138,10 +138,10 @@ KILLS = [
 ]
 
 
-@pytest.mark.parametrize(("suite", "where"), KILLS, ids=[f"{s}-{w}" for s, w in KILLS])
-def test_a_kill_then_a_rerun_gives_the_uninterrupted_report_and_bills_nothing_twice(suite, where, tmp_path, uninterrupted):
-    clean, clean_billed, clean_server = uninterrupted[suite]
+def kill_and_rerun(suite: str, where: str, tmp) -> dict:
+    """Kill a live run at `where`, rerun it to the end; what the tests check of the two."""
     api = api_for(suite)
+    out = {}
     with MessagesServer(api, lifetime_s=300) as server:
         if where in ("mid-call", "mid-poll"):
             if where == "mid-call":
@@ -150,27 +150,59 @@ def test_a_kill_then_a_rerun_gives_the_uninterrupted_report_and_bills_nothing_tw
             else:
                 api.batch_polls = 10**6
                 ready = lambda: any(n >= 2 for n in list(api.polls.values()))
-            proc = subprocess.Popen(command(suite, tmp_path), env=env(server), stdout=subprocess.PIPE,
+            proc = subprocess.Popen(command(suite, tmp), env=env(server), stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True, cwd=REPO)
             kill_when(proc, ready)
+            out["killed"] = (proc.returncode, "")
             server.faults.clear()
             api.batch_polls = 0
             server.release.set()
         else:
-            killed = run_through(suite, tmp_path, server, failpoint=where)
-            assert killed.returncode == -signal.SIGKILL, f"not killed at {where}: {killed.stderr[-1500:]}"
-        assert not (tmp_path / "report.json").exists()
-        again = run_through(suite, tmp_path, server)
-        assert again.returncode == 0, again.stderr[-2000:]
-        if where == "mid-poll":
-            assert "resuming message batch msgbatch_1" in again.stderr
-            assert server.creates == clean_server.creates  # the batch was resumed, not sent again
-        assert report_of(tmp_path) == clean
-        assert server.billed_requests() == clean_billed  # nothing billed twice, nothing lost
-        books = ledgers(tmp_path)
-        assert sum(lg.billed_usd for lg in books) == pytest.approx(server.billed_usd(_prices(tmp_path)), abs=1e-9)
-        # a call killed in flight may have been billed: it stays committed at its worst case
-        assert sum(len(lg.in_flight()) for lg in books) == (1 if where == "mid-call" else 0)
+            killed = run_through(suite, tmp, server, failpoint=where)
+            out["killed"] = (killed.returncode, killed.stderr[-1500:])
+        out["report_after_kill"] = (tmp / "report.json").exists()
+        again = run_through(suite, tmp, server)
+        out["again"] = (again.returncode, again.stderr)
+        if again.returncode == 0:
+            books = ledgers(tmp)
+            out.update(creates=server.creates, report=report_of(tmp), billed=server.billed_requests(),
+                       ledger_usd=sum(lg.billed_usd for lg in books), server_usd=server.billed_usd(_prices(tmp)),
+                       in_flight=sum(len(lg.in_flight()) for lg in books))
+    return out
+
+
+@pytest.fixture(scope="module")
+def killed_runs(tmp_path_factory):
+    """Every kill point's kill and rerun, four at a time (each against its own server: they
+    wait on sockets and on their own start-up as much as they compute)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(kill):
+        suite, where = kill
+        return kill, kill_and_rerun(suite, where, tmp_path_factory.mktemp(f"{suite}-{where}".replace(":", "-")))
+
+    with ThreadPoolExecutor(4) as pool:
+        return dict(pool.map(one, KILLS))
+
+
+@pytest.mark.parametrize(("suite", "where"), KILLS, ids=[f"{s}-{w}" for s, w in KILLS])
+def test_a_kill_then_a_rerun_gives_the_uninterrupted_report_and_bills_nothing_twice(suite, where, killed_runs,
+                                                                                     uninterrupted):
+    clean, clean_billed, clean_server = uninterrupted[suite]
+    run = killed_runs[(suite, where)]
+    code, err = run["killed"]
+    assert code == -signal.SIGKILL, f"not killed at {where}: {err}"
+    assert not run["report_after_kill"]
+    code, err = run["again"]
+    assert code == 0, err[-2000:]
+    if where == "mid-poll":
+        assert "resuming message batch msgbatch_1" in err
+        assert run["creates"] == clean_server.creates  # the batch was resumed, not sent again
+    assert run["report"] == clean
+    assert run["billed"] == clean_billed  # nothing billed twice, nothing lost
+    assert run["ledger_usd"] == pytest.approx(run["server_usd"], abs=1e-9)
+    # a call killed in flight may have been billed: it stays committed at its worst case
+    assert run["in_flight"] == (1 if where == "mid-call" else 0)
 
 
 def _prices(tmp):

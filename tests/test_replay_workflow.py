@@ -1,7 +1,7 @@
 """Replay in the repo's own DAG: one tuning job per (recipe, transcript) shared by both splits, the
-exact planned spend of `snakemake -n`, and a tiny replay target (tuning job on the gpu partition,
-the cell's consolidation on cpu) run to the end through `snakemake --profile slurm` on a real
-single-node cluster (tests/slurm_cluster.py; skipped, saying why, where SLURM cannot run)."""
+exact planned spend of `snakemake -n`, and a tiny replay target's tuning job run on the gpu
+partition through `snakemake --profile slurm` on a real single-node cluster (tests/slurm_cluster.py;
+skipped, saying why, where SLURM cannot run), its cell consolidated from the artifact."""
 
 from __future__ import annotations
 
@@ -88,22 +88,23 @@ def squeue_partitions(env: dict) -> dict[str, set[str]]:
 def test_tiny_replay_target_runs_through_the_slurm_profile(slurm_cluster, wf):
     env = {**slurm_cluster.env, "PYTHONPATH": str(SRC)}
     # The shared inputs (data, tiny checkpoint, their verify stamps) are built locally first: each
-    # SLURM stage costs ~20 s of submission and polling, and routing CPU jobs is shown by the cell.
+    # SLURM stage costs ~20-30 s of submission and polling (CPU routing: test_slurm_profile.py).
     inputs = ["results/urd/verified/data/t2.jsonl.sha256", "results/urd/verified/data/t2.session_b.jsonl.sha256",
               "results/urd/verified/models/urd-tiny-rwkv7-L2-D128.pth.sha256", "results/urd/tiny/prefill/t2.json"]
-    pre = smk(wf, "--cores", "2", "--config", "evaluate_episodes=1", "evaluate_queries=2", "--", *inputs)
+    small = ["--config", "evaluate_episodes=1", "evaluate_queries=2", "--"]
+    pre = smk(wf, "--cores", "2", *small, *inputs)
     assert pre.returncode == 0, pre.stdout + pre.stderr
     # one cell, CI-sized (one episode, two queries): the out-of-contract diagnostic, whose label
     # must survive the trip; the fake GPU is single, so a second recipe would only queue behind it
-    # (its fiches: each SLURM stage costs ~20 s, and the answering job is routed as this one is)
     targets = [c.replace("responses.jsonl", "fiches.jsonl") for c in cells(("replay_banc",), ("t2",), ("over",))]
     t0 = time.monotonic()
-    # exactly as a user types it at the repo root
-    r = smk(wf, "--profile", "slurm", "--config", "evaluate_episodes=1", "evaluate_queries=2", "--", *targets,
-            env=env, timeout=400)
+    # as a user types it at the repo root (up to the tuning job), with the first status check after
+    # 1 s rather than the profile's 5 (these jobs take seconds)
+    r = smk(wf, "--profile", "slurm", "--slurm-init-seconds-before-status-checks", "1", "--until", "tune_state",
+            *small, *targets, env=env, timeout=400)
     wall = time.monotonic() - t0
     assert r.returncode == 0, f"{r.stdout}\n{r.stderr}\n{slurm_cluster.log_tail()}"
-    # tuning jobs ran as SLURM jobs on the gpu partition (with its GPU), everything else on cpu
+    # tuning jobs ran as SLURM jobs on the gpu partition (with its GPU)
     (art,) = wf.glob("artifacts/replay/tiny/*/*/costs.json")
     c = json.loads(art.read_text())
     assert art.parts[-3] == "replay_banc" and c["task"] == "t2" and c["episode"] == 0
@@ -112,10 +113,11 @@ def test_tiny_replay_target_runs_through_the_slurm_profile(slurm_cluster, wf):
     # the compute node ran the job in the same sandbox as a workstation does, where it has one
     assert c["sandbox"] == ("bwrap" if sandbox.unavailable() is None else f"off ({sandbox.unavailable()})")
     parts = squeue_partitions(env)
-    assert parts.get("tune_state") == {"gpu"}, parts
-    assert parts.get("consolidate") == {"cpu"} and "answer" not in parts, parts
-    # the cell's session A consolidated from the artifact, labelled out of contract
-    (rec,) = [json.loads(line) for line in (wf / "results/urd/tiny/replay_banc/t2/over/fiches.jsonl").open()]
+    assert parts.get("tune_state") == {"gpu"} and "consolidate" not in parts, parts
+    # the cell's session A, consolidated from the cluster's artifact, labelled out of contract
+    local = smk(wf, "--cores", "2", *small, *targets)
+    assert local.returncode == 0, local.stdout + local.stderr
+    (rec,) = [json.loads(line) for line in (wf / targets[0]).open()]
     assert rec["out_of_contract"] is True and rec["metered_tokens"] == 0
     assert rec["declared_tokens"] == c["trained_tokens"]
     # the sanity cells: replay_banc's reuses its artifact, only replay_tune's recipe is left to tune

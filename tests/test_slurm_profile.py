@@ -52,7 +52,9 @@ def test_two_rule_workflow_routes_gpu_job_to_gpu_partition(slurm_cluster, tmp_pa
     (tmp_path / "Snakefile").write_text(SNAKEFILE)
     (tmp_path / "slurm").symlink_to(REPO / "slurm")
     t0 = time.monotonic()
-    r = snakemake(tmp_path, "--profile", "slurm", "all", env=slurm_cluster.env, timeout=110)
+    # the first status check after 1 s rather than the profile's 5: these jobs take a second
+    r = snakemake(tmp_path, "--profile", "slurm", "--slurm-init-seconds-before-status-checks", "1", "all",
+                  env=slurm_cluster.env, timeout=110)
     wall = time.monotonic() - t0
     assert r.returncode == 0, f"{r.stdout}\n{r.stderr}\n{slurm_cluster.log_tail()}"
     cpu, gpu = report(tmp_path / "cpu.txt"), report(tmp_path / "gpu.txt")
