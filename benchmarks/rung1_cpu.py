@@ -89,9 +89,11 @@ def episodes_of(config, task, n):
     return [make(config, i) for i in range(n)]
 
 
-def run_batched(bb, config, budgets, episodes, decode, systems, counter, irr):
-    """The workflow's path, in one process: returns {(cell, task, episode): replies}."""
+def run_batched(bb, config, budgets, episodes, decode, systems, counter, irr, times=None):
+    """The workflow's path, in one process: returns {(cell, task, episode): replies}. `times`,
+    if given, gets each system's wall seconds (and the control's) added under its name."""
     replies = {}
+    times = {} if times is None else times
     for task, eps in episodes.items():
         a, b = [views.session_a(e) for e in eps], [views.session_b(e) for e in eps]
         cache = {}
@@ -106,11 +108,13 @@ def run_batched(bb, config, budgets, episodes, decode, systems, counter, irr):
                 h.cache_prefix(tokens, logits, state)
             return h
 
-        d0 = counter.decoded
+        d0, t0 = counter.decoded, time.perf_counter()
         raw = answer_control(cached_handle(), a, b, decode, label=f"control/{task}")
+        times["control"] = times.get("control", 0.0) + time.perf_counter() - t0
         irr.replies([q["prompt"] for e in b for q in e["queries"]], counter.decoded - d0)
         replies.update({("control", task, r["query_id"]): r["response"] for r in raw})
         for name in systems:
+            t0 = time.perf_counter()
             for split, budget in sorted(budgets.items()):
                 system = registry.build(name, cached_handle(), settings=config.get("system_settings", {}).get(name, {}))
                 h = system.backbone
@@ -125,6 +129,7 @@ def run_batched(bb, config, budgets, episodes, decode, systems, counter, irr):
                     irr.text(fresh.context(fiche, e["header"]).text)
                 irr.replies([q["prompt"] for e in b for q in e["queries"]], counter.decoded - d1)
                 replies.update({(f"{name}/{split}", task, r["query_id"]): r["response"] for r in raw})
+            times[name] = times.get(name, 0.0) + time.perf_counter() - t0
     return replies
 
 

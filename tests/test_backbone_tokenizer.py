@@ -64,3 +64,25 @@ def test_vocab_is_pinned(tmp_path):
     with pytest.raises(DigestMismatch):
         tk.WorldTokenizer(str(bad))
     assert tk.WorldTokenizer(str(bad), expected_sha256=None).encode("aaa") == [1, 1, 1]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_growing_text_is_the_full_decode_at_every_token_and_finds_the_first_stop(seed):
+    tok = tk.get_tokenizer()
+    rng = random.Random(seed)
+    # ids of every sort: ASCII, parts of multi-byte characters (bytes tokens 1..256 hold single
+    # bytes, so lone UTF-8 lead and continuation bytes), ids absent from the file, end of text
+    pool = [*tok.encode("ab\n\nc é 日本 \n"), *range(1, 257), 65535, tk.END_OF_TEXT]
+    stops = ("\n\n", "b\n", "\ufffdc", "本 ", "a\ufffd")  # the last one only while a character is incomplete
+    for _ in range(20):
+        ids = [rng.choice(pool) for _ in range(rng.randint(1, 60))]
+        grown = tk.GrowingText(tok, stops)
+        for n in range(1, len(ids) + 1):
+            grown.add(ids[n - 1])
+            text = tok.decode(ids[:n])
+            assert grown.text == text and grown.n_bytes == len(text.encode("utf-8")), ids[:n]
+            first = min((i for i in (text.find(s) for s in stops) if i >= 0), default=-1)
+            if first >= 0:  # a decoder stops at the first token that shows a stop
+                assert grown.cut == first, ids[:n]
+                break
+            assert grown.cut == -1

@@ -42,6 +42,22 @@ def test_chain_data_regenerates_byte_for_byte_as_the_manifest_pins(urd_config, t
         assert hashlib.sha256((tmp_path / rel).read_bytes()).hexdigest() == pinned[str(rel)], rel
 
 
+def test_pinning_then_checking_passes_and_a_changed_byte_is_named(tmp_path, monkeypatch, capsys):
+    from urd.core.errors import DigestMismatch
+    from urd.core.manifest import pin_or_check
+
+    monkeypatch.chdir(tmp_path)
+    files = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    for f in files:
+        f.write_text(f"{f.name}\n")
+    pin_or_check("m.sha256", ["a.jsonl", "b.jsonl"], pin=True, check=True)
+    assert capsys.readouterr().out.count(": OK") == 2
+    files[1].write_text("B\n")
+    pin_or_check("m.sha256", ["a.jsonl", "b.jsonl"], pin=False, check=False)  # neither asked: nothing read
+    with pytest.raises(DigestMismatch, match="b.jsonl"):
+        pin_or_check("m.sha256", ["a.jsonl", "b.jsonl"], pin=False, check=True)
+
+
 def test_a_chain_never_reuses_a_key_and_its_conventions_conflict_only_where_asked(urd_config):
     spec = _spec(urd_config, chains_n=2, sessions=6)
     for c in range(2):

@@ -18,7 +18,7 @@ import torch
 from ..core.errors import InputError, UrdError
 from .rwkv_pkg import load_rwkv7
 from .state import StateLayout, clone_state
-from .tokenizer import END_OF_TEXT, WorldTokenizer, get_tokenizer
+from .tokenizer import END_OF_TEXT, GrowingText, WorldTokenizer, get_tokenizer
 
 _DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
@@ -164,19 +164,19 @@ class Backbone:
         if any(not s for s in stop):
             raise ValueError("stop strings must be non-empty")
         out: list[int] = []
-        reason, text = MAX_NEW_TOKENS, ""
+        reason, grown = MAX_NEW_TOKENS, GrowingText(self.tokenizer, stop)
         while len(out) < max_new_tokens:
             tok = greedy_token(logits)
             out.append(tok)
-            text = self.tokenizer.decode(out)
-            cut = min((i for i in (text.find(s) for s in stop) if i >= 0), default=-1)
-            if cut >= 0:
-                reason, text = STOP, text[:cut]
+            grown.add(tok)
+            if grown.cut >= 0:
+                reason = STOP
             elif tok == END_OF_TEXT:
                 reason = END
             if reason != MAX_NEW_TOKENS or len(out) == max_new_tokens:
                 break
             logits, st = self._forward([tok], st)
+        text = grown.text[: grown.cut] if grown.cut >= 0 else grown.text
         if keep_state and out:
             _, st = self._forward([out[-1]], st)
         return Generation(text, tuple(out), st if keep_state else None, reason)

@@ -32,7 +32,7 @@ import torch.nn.functional as F
 
 from ..core.errors import UrdError
 from .adapter import END, MAX_BYTES, MAX_NEW_TOKENS, STOP, Generation
-from .tokenizer import END_OF_TEXT
+from .tokenizer import END_OF_TEXT, GrowingText
 from .wkv_chunked import wkv7_chunked
 
 SEQ_MIN_TOKENS = 2  # below this a sequence pass saves nothing over stepping
@@ -355,6 +355,7 @@ def generate_groups(backbone, groups: Sequence[tuple[list | None, Sequence[Seque
     last = torch.zeros(B, dtype=torch.long, device=dev)
     ids = list(range(B))
     outs: list[list[int]] = [[] for _ in range(B)]
+    texts = [GrowingText(backbone.tokenizer, stop) for _ in range(B)]
     results: list[Generation | None] = [None] * B
 
     # every row's prompt tokens before its last one go through as one sequence (rows shorter
@@ -391,13 +392,13 @@ def generate_groups(backbone, groups: Sequence[tuple[list | None, Sequence[Seque
             i = ids[row]
             outs[i].append(tok)
             # Backbone.generate's rule, token for token
-            text = backbone.tokenizer.decode(outs[i])
-            cut = min((c for c in (text.find(s) for s in stop) if c >= 0), default=-1)
-            reason = STOP if cut >= 0 else END if tok == END_OF_TEXT else MAX_NEW_TOKENS
-            if reason == MAX_NEW_TOKENS and max_bytes is not None and len(text.encode("utf-8")) >= max_bytes:
+            grown = texts[i]
+            grown.add(tok)
+            reason = STOP if grown.cut >= 0 else END if tok == END_OF_TEXT else MAX_NEW_TOKENS
+            if reason == MAX_NEW_TOKENS and max_bytes is not None and grown.n_bytes >= max_bytes:
                 reason = MAX_BYTES
             if reason != MAX_NEW_TOKENS or len(outs[i]) == max_new_tokens:
-                text = text[:cut] if cut >= 0 else text
+                text = grown.text[: grown.cut] if grown.cut >= 0 else grown.text
                 results[i] = Generation(text, tuple(outs[i]), None, reason)
                 done.append(row)
         if done:  # finished rows leave the batch

@@ -85,6 +85,55 @@ class WorldTokenizer:
         return len(self.encode(text))
 
 
+class GrowingText:
+    """The text of a token list that grows one token at a time, equal at every step to
+    tokenizer.decode(tokens), with the first stop string in it: what a greedy decoder checks
+    after each token. Kept up in time linear in the text (decoding the whole list again at
+    every token made a long note quadratic: 20,000 tokens of notes decoded 200 million).
+
+    UTF-8 bytes are fed to an incremental decoder: what it has emitted never changes, and the
+    bytes it holds (a character not yet complete) read as U+FFFD, as a one-shot decode with
+    errors="replace" reads them. A stop string found now must end past what was emitted
+    before this token (had it ended earlier, an earlier token would have found it), so only
+    that tail is searched."""
+
+    def __init__(self, tokenizer, stop=()):
+        import codecs
+
+        self._tokenizer = tokenizer
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._stop = tuple(stop)
+        self._keep = max((len(s) for s in self._stop), default=1) - 1  # chars a stop can reach back
+        self._chunks: list[str] = []
+        self._chars = 0  # emitted so far
+        self._bytes = 0  # UTF-8 bytes of what was emitted
+        self._recent = ""  # its last `_keep` characters
+        self._pending = ""  # the held bytes, as a one-shot decode reads them
+        self.cut = -1  # where the first stop string starts (-1: none yet)
+
+    def add(self, token: int) -> None:
+        chunk = self._decoder.decode(self._tokenizer.decode_bytes([token]))
+        self._pending = self._decoder.getstate()[0].decode("utf-8", errors="replace")
+        if self.cut < 0 and self._stop:
+            window = self._recent + chunk + self._pending
+            start = self._chars - len(self._recent)
+            self.cut = min((start + i for i in (window.find(s) for s in self._stop) if i >= 0), default=-1)
+        if chunk:
+            self._chunks.append(chunk)
+            self._chars += len(chunk)
+            self._bytes += len(chunk.encode("utf-8"))
+            self._recent = (self._recent + chunk)[-self._keep:] if self._keep else ""
+
+    @property
+    def n_bytes(self) -> int:
+        """len(text.encode("utf-8"))"""
+        return self._bytes + len(self._pending.encode("utf-8"))
+
+    @property
+    def text(self) -> str:
+        return "".join(self._chunks) + self._pending
+
+
 @functools.lru_cache(maxsize=1)
 def get_tokenizer() -> WorldTokenizer:
     """The process-wide tokenizer (built once)."""

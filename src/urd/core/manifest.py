@@ -53,3 +53,16 @@ def verify_file(manifest: str | Path, name: str, root: str | Path = ".") -> str:
     if actual != entries[name]:
         raise DigestMismatch(name, entries[name], actual)
     return actual
+
+
+def pin_or_check(manifest: str | Path, files: list[str | Path], *, pin: bool, check: bool) -> None:
+    """What a data generator's --write-manifest and --check do with the files it just wrote:
+    re-pin them in the manifest, and/or verify each against it (DigestMismatch names the file)."""
+    import sys
+
+    if pin:
+        write_manifest(manifest, [str(f) for f in files])
+        print(f"pinned {len(files)} files in {manifest}", file=sys.stderr)
+    if check:
+        for f in files:
+            print(f"{verify_file(manifest, str(f))}  {f}: OK")

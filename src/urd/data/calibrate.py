@@ -18,7 +18,7 @@ from pathlib import Path
 from ..core.config import load_config
 from ..core.errors import UrdError
 from ..core.io import atomic_write_text, jsonl_text
-from ..core.manifest import verify_file, write_manifest
+from ..core.manifest import pin_or_check
 from . import t1, t2, views
 
 MANIFEST = Path("calibration/manifest.sha256")
@@ -80,12 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
         for f in files:
             print(f"wrote {f}", file=sys.stderr)
-        if args.write_manifest:
-            write_manifest(MANIFEST, [str(f) for f in files])
-            print(f"pinned {len(files)} files in {MANIFEST}", file=sys.stderr)
-        if args.check:
-            for f in files:
-                print(f"{verify_file(MANIFEST, str(f))}  {f}: OK")
+        pin_or_check(MANIFEST, files, pin=args.write_manifest, check=args.check)
     except UrdError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

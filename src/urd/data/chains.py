@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from ..core.config import load_config
     from ..core.errors import UrdError
-    from ..core.manifest import verify_file, write_manifest
+    from ..core.manifest import pin_or_check
 
     ap = argparse.ArgumentParser(prog="python -m urd.data.chains", description=main.__doc__.split("\n")[0])
     src = ap.add_mutually_exclusive_group()
@@ -138,13 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         spec = json.loads(args.spec) if args.spec else data_spec(load_config(args.config))
         files = [f for v in VARIANTS for f in write(spec, v)]
         print(f"wrote {len(files)} chain files under {ROOT}", file=sys.stderr)
-        if args.write_manifest:
-            write_manifest(MANIFEST, [str(f) for f in files])
-            print(f"pinned {len(files)} files in {MANIFEST}", file=sys.stderr)
-        if args.check:
-            for f in files:
-                verify_file(MANIFEST, str(f))
-            print(f"{len(files)} chain files match {MANIFEST}")
+        pin_or_check(MANIFEST, files, pin=args.write_manifest, check=args.check)
     except UrdError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -35,7 +35,8 @@ def sandbox_label() -> str:
     return _STARTED_AS[0] if _STARTED_AS else provenance.sandbox_label()
 
 
-def _labelled(records: list[dict], key: str = "sandbox") -> list[dict]:
+def labelled(records: list[dict], key: str = "sandbox") -> list[dict]:
+    """Each record stamped with how this command's process was run."""
     label = sandbox_label()
     return [{**r, key: label} for r in records]
 
@@ -75,31 +76,33 @@ def prefill_bin(index_path: str | Path) -> Path:
     return Path(index_path).with_suffix(".bin")
 
 
-def _handle(args, spec):
+def model_handle(checkpoint: str, spec: dict):
     """A metered handle that loads the checkpoint on first use."""
     from .handle import ModelHandle
 
     def load():
         from ..backbone.adapter import Backbone
 
-        return Backbone.load(args.checkpoint, strategy=spec["strategy"])
+        return Backbone.load(checkpoint, strategy=spec["strategy"])
 
     return ModelHandle(loader=load)
 
 
-def _decode(spec):
+def decode_of(spec: dict):
+    """The decoding settings of every answer (the spec's decode block)."""
     from .context import Decode
 
     return Decode(max_new_tokens=spec["decode"]["max_new_tokens"])
 
 
-def _system(args, spec, handle):
+def build_system(name: str, spec: dict, handle, artifacts: str | None = None):
+    """The named system (built-in or plug-in) with its settings from the spec, on `handle`."""
     from ..systems import registry
 
-    settings = spec.get("system_settings", {}).get(args.system, {})
-    if getattr(args, "artifacts", None):
-        settings = {**settings, "artifacts": args.artifacts}
-    return registry.build(args.system, handle, spec.get("plugins"), settings)
+    settings = spec.get("system_settings", {}).get(name, {})
+    if artifacts:
+        settings = {**settings, "artifacts": artifacts}
+    return registry.build(name, handle, spec.get("plugins"), settings)
 
 
 def cmd_prefill(args, spec):
@@ -117,10 +120,10 @@ def cmd_control(args, spec):
     from . import prefill
     from .runner import answer_control
 
-    handle = _handle(args, spec)
+    handle = model_handle(args.checkpoint, spec)
     sessions_a = select(read_jsonl(args.sessions), spec)
     prefill.load_into(handle, sessions_a, prefill_bin(args.prefill), args.prefill)
-    raw = _labelled(answer_control(handle, sessions_a, select(read_jsonl(args.prompts), spec), _decode(spec)))
+    raw = labelled(answer_control(handle, sessions_a, select(read_jsonl(args.prompts), spec), decode_of(spec)))
     atomic_write_jsonl(args.out, raw)
     return f"wrote {len(raw)} control replies to {args.out}"
 
@@ -129,13 +132,13 @@ def cmd_consolidate(args, spec):
     from . import fiches, prefill
     from .runner import consolidate_cell
 
-    handle = _handle(args, spec)
-    system = _system(args, spec, handle)
+    handle = model_handle(args.checkpoint, spec)
+    system = build_system(args.system, spec, handle, getattr(args, "artifacts", None))
     sessions = select(read_jsonl(args.sessions), spec)
     if args.prefill:
         prefill.load_into(handle, sessions, prefill_bin(args.prefill), args.prefill)
     recs = consolidate_cell(system, args.task, sessions, args.split, args.budget, spec["consolidation_factor"])
-    fiches.write(args.out, _labelled(recs))
+    fiches.write(args.out, labelled(recs))
     return f"wrote {len(recs)} fiches to {args.out}"
 
 
@@ -143,9 +146,9 @@ def cmd_answer(args, spec):
     from . import fiches
     from .runner import answer_cell
 
-    handle = _handle(args, spec)
-    system = _system(args, spec, handle)
-    raw = _labelled(answer_cell(system, select(read_jsonl(args.prompts), spec), fiches.read(args.fiches), _decode(spec)))
+    handle = model_handle(args.checkpoint, spec)
+    system = build_system(args.system, spec, handle, getattr(args, "artifacts", None))
+    raw = labelled(answer_cell(system, select(read_jsonl(args.prompts), spec), fiches.read(args.fiches), decode_of(spec)))
     atomic_write_jsonl(args.out, raw)
     return f"wrote {len(raw)} replies to {args.out}"
 
@@ -159,7 +162,7 @@ def cmd_judge(args, spec):
     split = recs[0]["split"] if recs else None
     out = judge_cell(args.task, select(read_jsonl(args.data), spec), read_jsonl(args.raw), recs,
                      system, split, source=args.raw)
-    atomic_write_jsonl(args.out, _labelled(out, "sandbox_judge"))
+    atomic_write_jsonl(args.out, labelled(out, "sandbox_judge"))
     return f"judged {len(out)} replies into {args.out}"
 
 
@@ -194,16 +197,21 @@ def main(argv: list[str] | None = None) -> int:
     p["judge"].add_argument("--data", required=True, help="the full episodes (expected answers)")
     p["judge"].add_argument("--raw", required=True)
     p["judge"].add_argument("--fiches", help="the cell's fiches (absent for the control)")
-    args = ap.parse_args(argv)
+    return dispatch(ap.parse_args(argv), COMMANDS, "urd")
+
+
+def dispatch(args, commands: dict, prog: str) -> int:
+    """Run one job's command (rung 1's and rung 2's CLIs): the sandbox label read before any
+    plug-in is imported, the verify stamps re-checked, and a failure printed in one line."""
     _STARTED_AS[:] = [provenance.sandbox_label()]
-    spec = json.loads(args.spec)
     try:
+        spec = json.loads(args.spec)
         from ..core.verify import check_stamps
 
         check_stamps(args.verified)
-        message = COMMANDS[args.command](args, spec)
+        message = commands[args.command](args, spec)
     except UrdError as exc:
-        print(f"urd {args.command} FAILED: {exc}", file=sys.stderr)
+        print(f"{prog} {args.command} FAILED: {exc}", file=sys.stderr)
         return 1
     print(message, file=sys.stderr)
     return 0

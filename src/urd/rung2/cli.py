@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-from ..core.errors import InputError, UrdError
+from ..core.errors import InputError
 from ..core.io import atomic_write_json, atomic_write_jsonl, read_jsonl, sha256_file
+from ..harness.run import build_system, decode_of, dispatch, labelled, model_handle
 
 
 def _session_of(path: str) -> int:
@@ -52,26 +52,9 @@ def _by_session(paths: list[str], spec: dict) -> dict[int, list[dict]]:
     return out
 
 
-def _labelled(records, key="sandbox"):
-    from ..harness.run import _labelled as labelled
-
-    return labelled(records, key)
-
-
 def _model(args, spec, system_name=None):
-    from ..harness.run import _handle, _system
-
-    handle = _handle(args, spec)
-    if system_name is None:
-        return handle, None
-    ns = argparse.Namespace(system=system_name, artifacts=None, checkpoint=args.checkpoint)
-    return handle, _system(ns, spec, handle)
-
-
-def _decode(spec):
-    from ..harness.run import _decode as decode
-
-    return decode(spec)
+    handle = model_handle(args.checkpoint, spec)
+    return handle, (None if system_name is None else build_system(system_name, spec, handle))
 
 
 def _static(spec, args) -> dict:
@@ -96,7 +79,7 @@ def cmd_chain_consolidate(args, spec):
         raise InputError("chain-consolidate", "--prior", f"the fiches of boundary {args.boundary - 1} (or --fresh)")
     recs = chains.consolidate(system, args.task, sessions, args.split, args.budget, spec["consolidation_factor"],
                               args.boundary, prior)
-    fiches.write(args.out, _labelled(recs))
+    fiches.write(args.out, labelled(recs))
     return f"wrote {len(recs)} fiches of boundary {args.boundary} to {args.out}"
 
 
@@ -109,8 +92,8 @@ def cmd_chain_answer(args, spec):
     if sorted(sessions_b) != list(range(1, args.boundary + 1)):
         raise InputError("chain-answer", "--prompts", f"the session-B views of sessions 1..{args.boundary}", sorted(sessions_b))
     fresh = fiches.read(args.fresh) if args.fresh else None
-    raw = chains.answer(system, sessions_b, fiches.read(args.fiches), fresh, args.boundary, _decode(spec))
-    atomic_write_jsonl(args.out, _labelled(raw))
+    raw = chains.answer(system, sessions_b, fiches.read(args.fiches), fresh, args.boundary, decode_of(spec))
+    atomic_write_jsonl(args.out, labelled(raw))
     return f"wrote {len(raw)} replies after boundary {args.boundary} to {args.out}"
 
 
@@ -118,8 +101,8 @@ def cmd_chain_control(args, spec):
     from . import chains
 
     handle, _ = _model(args, spec)
-    raw = chains.control(handle, _by_session(args.sessions, spec), _by_session(args.prompts, spec), _decode(spec))
-    atomic_write_jsonl(args.out, _labelled(raw))
+    raw = chains.control(handle, _by_session(args.sessions, spec), _by_session(args.prompts, spec), decode_of(spec))
+    atomic_write_jsonl(args.out, labelled(raw))
     return f"wrote {len(raw)} control replies to {args.out}"
 
 
@@ -140,7 +123,7 @@ def cmd_chain_judge(args, spec):
     system = "control" if files is None else next(iter(files.values()))[0]["system"]
     split = None if files is None else next(iter(files.values()))[0]["split"]
     out = chains.judge(spec["task"], data, raw, files, system, split, source=", ".join(args.raw))
-    atomic_write_jsonl(args.out, _labelled(out, "sandbox_judge"))
+    atomic_write_jsonl(args.out, labelled(out, "sandbox_judge"))
     return f"judged {len(out)} replies into {args.out}"
 
 
@@ -198,7 +181,7 @@ def cmd_sweep_consolidate(args, spec):
     _, system = _model(args, spec, args.system)
     sessions = select(read_jsonl(args.sessions), spec)
     recs = pareto.consolidate(system, args.task, sessions, spec["budgets"], spec["caps"])
-    write(args.out, _labelled(recs))
+    write(args.out, labelled(recs))
     bad = sum("violation" in r for r in recs)
     return f"wrote the fiches of {len(spec['budgets']) * len(spec['caps']) - bad} points ({bad} disqualified) to {args.out}"
 
@@ -209,8 +192,8 @@ def cmd_sweep_answer(args, spec):
 
     _, system = _model(args, spec, args.system)
     points, _ = pareto.read_points(args.fiches)
-    raw = pareto.answer(system, select(read_jsonl(args.prompts), spec), points, _decode(spec))
-    atomic_write_jsonl(args.out, _labelled(raw))
+    raw = pareto.answer(system, select(read_jsonl(args.prompts), spec), points, decode_of(spec))
+    atomic_write_jsonl(args.out, labelled(raw))
     return f"wrote {len(raw)} replies of {len(points)} points to {args.out}"
 
 
@@ -223,7 +206,7 @@ def cmd_sweep_judge(args, spec):
     out = pareto.judge(args.task, select(read_jsonl(args.data), spec), read_jsonl(args.raw), points, system, args.raw)
     out += [{"system": system, "task": args.task, "budget_point": b, "cap_factor": c, "violation": v}
             for (b, c), v in sorted(violations.items())]
-    atomic_write_jsonl(args.out, _labelled(out, "sandbox_judge"))
+    atomic_write_jsonl(args.out, labelled(out, "sandbox_judge"))
     return f"judged {len(out)} replies into {args.out}"
 
 
@@ -274,7 +257,7 @@ def cmd_dose(args, spec):
                       "(contract factor x transcript tokens); T2 difference = trigger rate - non-trigger rate"),
            "provenance": {**_static(spec, args), "artifacts": served,
                           "inputs": {p: sha256_file(p) for p in [*data.values(), *ctrl.values()]}}}
-    atomic_write_jsonl(args.responses, _labelled(records, "sandbox_judge"))
+    atomic_write_jsonl(args.responses, labelled(records, "sandbox_judge"))
     atomic_write_json(args.out, out)
     return f"wrote {args.out} ({len(spec['doses'])} doses) and {len(records)} responses"
 
@@ -338,19 +321,4 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--control", nargs="*", default=[], help="TASK=PATH of the control's responses (else run here)")
     d.add_argument("--artifacts", required=True, help="artifacts/replay/{scale}")
     d.add_argument("--responses", required=True)
-    args = ap.parse_args(argv)
-    from ..core import provenance
-    from ..harness.run import _STARTED_AS
-
-    _STARTED_AS[:] = [provenance.sandbox_label()]
-    try:
-        spec = json.loads(args.spec)
-        from ..core.verify import check_stamps
-
-        check_stamps(args.verified)
-        message = COMMANDS[args.command](args, spec)
-    except UrdError as exc:
-        print(f"urd rung2 {args.command} FAILED: {exc}", file=sys.stderr)
-        return 1
-    print(message, file=sys.stderr)
-    return 0
+    return dispatch(ap.parse_args(argv), COMMANDS, "urd rung2")

@@ -153,7 +153,7 @@ def fold_system(task: str, responses: list[dict], violations: dict[tuple[int, in
 def fold(task: str, systems: dict[str, dict]) -> dict:
     """systems: {name: {"points": [...]}} -> the task's table with the frontier marked."""
     points = [p for name in sorted(systems) for p in systems[name]["points"]]
-    on = frontier([{**p, "score": p["score"]} for p in points])
+    on = frontier(points)
     for p, f in zip(points, on):
         p["frontier"] = f
     return {"points": points, "frontier": [f"{p['system']} {point_label(p['budget_bytes'], p['cap_factor'])}"
