@@ -253,3 +253,22 @@ def test_a_byte_budget_ends_each_row_at_the_first_token_that_fills_it(bb, episod
         else:  # the budget was never reached
             assert c.stop_reason == f.stop_reason and len(c.text.encode()) < 12
     assert any(c.stop_reason == MAX_BYTES for c in capped)
+
+
+def test_limits_a_group_stop_each_row_at_its_own_and_count_what_each_forwarded(bb, episodes):
+    from urd.backbone.batch import generate_groups
+
+    prompts = [bb.tokenizer.encode(q["prompt"]) for q in episodes[("t1", 0)]["queries"][:3]]
+    limits, byte_limits = [0, 3, 30], [None, None, 12]
+    groups = [(None, [p]) for p in prompts]
+    alone, alone_counts = [], []
+    for g, n, m in zip(groups, limits, byte_limits):
+        counts = [0]
+        alone += generate_groups(bb, [g], max_new_tokens=n, stop=(), max_bytes=m, counts=counts)
+        alone_counts += counts
+    n0, counts = bb.tokens_processed, [0, 0, 0]
+    together = generate_groups(bb, groups, max_new_tokens=limits, stop=(), max_bytes=byte_limits, counts=counts)
+    assert together == alone and counts == alone_counts and bb.tokens_processed - n0 == sum(counts)
+    assert [len(g.tokens) for (g,) in together][:2] == [0, 3] and 0 < len(together[2][0].tokens) < 30
+    with pytest.raises(ValueError, match="one max_new_tokens"):
+        generate_groups(bb, groups, max_new_tokens=[1, 2], stop=())

@@ -268,6 +268,37 @@ def test_the_sweep_scores_by_arithmetic_and_disqualifies_a_cap_it_breaks(tiny_ba
     assert on == {f"{s} {b}@{c}" for s in ("symbolic", "vanilla") for b in (80, 640) for c in (0, 10)}
 
 
+def test_a_sweep_written_in_one_batch_gives_each_points_fiches_tokens_and_violations(tiny_backbone, urd_config,
+                                                                                      capsys):
+    """summary writes every (budget, cap) point in one batch, each row stopping at its own
+    limits: the records are those of each point written alone, metered tokens included."""
+    from urd.data import calibrate, views
+    from urd.harness.contract import BudgetViolation
+    from urd.harness.runner import consolidate_cell, consolidate_points
+
+    # transcripts cut short, so that the last point's notes (up to 4096 bytes) would pass its cap
+    # of 2 x the transcript: they stop where the cap would be passed
+    a = [{**ep, "transcript": ep["transcript"][:300]}
+         for ep in (views.session_a(calibrate.t1_episode(urd_config, i)) for i in range(2))]
+    points = [(pareto.point_label(b, c), b, c) for b in (30, 120, 480) for c in (0, 1, 10)] + [("4096B@2x", 4096, 2)]
+    together = consolidate_points(registry.build("summary", ModelHandle(tiny_backbone)), "t1", a, points)
+    assert "consolidated at 10 points (one batch)" in capsys.readouterr().err  # not point by point
+    alone = []
+    for split, budget, cap in points:
+        try:
+            alone.append(consolidate_cell(registry.build("summary", ModelHandle(tiny_backbone)), "t1", a, split,
+                                          budget, cap))
+        except BudgetViolation as exc:
+            alone.append(exc)
+    assert [str(x) if isinstance(x, BudgetViolation) else x for x in together] == \
+           [str(x) if isinstance(x, BudgetViolation) else x for x in alone]
+    kept = [recs for recs in together if not isinstance(recs, BudgetViolation)]
+    assert len(kept) == 4 and len({r["fiche_sha256"] for recs in kept for r in recs}) == 8  # two notes a point
+    assert {r["fiche_bytes"] for r in kept[0]} == {30} and max(r["fiche_bytes"] for r in kept[2]) > 120
+    assert all(r["metered_tokens"] <= r["token_cap"] < 4096 // 10 for r in kept[3])
+    assert min(r["token_cap"] - r["metered_tokens"] for r in kept[3]) <= 1
+
+
 def test_flops_are_two_n_a_forward_token_and_six_n_a_trained_one(tiny_checkpoint):
     import torch
 

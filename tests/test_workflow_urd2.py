@@ -132,3 +132,32 @@ def test_the_dry_run_prices_every_sweep_at_a_real_scale(built):
     assert "GPU 0.00 h" not in parts["rung 2 dose-response"] and "(3 jobs)" in parts["rung 2 dose-response"]
     assert "CPU 0.00 h" not in parts["rung 2 Pareto sweep"]
 
+
+
+def test_the_chains_and_pareto_summaries_rescore_identically_and_an_edited_verdict_is_caught(built, tmp_path):
+    import shutil
+    import subprocess
+    import sys
+
+    wf, _ = built
+    shutil.copytree(wf / "results/urd2", tmp_path / "results/urd2")  # the summaries name paths from the run's root
+    summaries = [f"results/urd2/tiny/{part}/summary.json" for part in ("chains", "pareto")]
+
+    def rescore():
+        return subprocess.run([sys.executable, "-m", "urd.rung2.summaries", "--rescore", *summaries], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+
+    proc = rescore()
+    assert proc.returncode == 0 and proc.stderr.count(": identical") == 2, proc.stderr
+    # one correct symbolic reply emptied: the fold judges it again, an entry of R drops, and the
+    # file's digest, the figures and the stored verdict all say so; the Pareto summary is untouched
+    path = tmp_path / json.loads((tmp_path / summaries[0]).read_text())["provenance"]["cells"]["symbolic:t1:two"]
+    recs = [json.loads(line) for line in path.read_text().splitlines()]
+    hit = next(r for r in recs if r["verdict"] == "correct" and r["kind"] != "unseen")
+    hit["response"] = ""
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    proc = rescore()
+    assert proc.returncode == 1, proc.stderr
+    assert "SHA-256 differs" in proc.stderr and "systems: results/urd2/tiny/chains/summary.json differs" in proc.stderr
+    assert f"1 stored verdicts differ from a fresh judgement (first: {hit['query_id']})" in proc.stderr
+    assert f"rescore {summaries[1]}: identical" in proc.stderr

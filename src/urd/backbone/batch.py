@@ -306,16 +306,24 @@ def generate_batch(backbone, prompts: Sequence[Sequence[int]], state=None, *, ma
 
 
 def generate_groups(backbone, groups: Sequence[tuple[list | None, Sequence[Sequence[int]]]], *,
-                    max_new_tokens: int, stop: Sequence[str] = ("\n",),
-                    counts: list[int] | None = None, max_bytes: int | None = None) -> list[list[Generation]]:
+                    max_new_tokens: int | Sequence[int], stop: Sequence[str] = ("\n",),
+                    counts: list[int] | None = None,
+                    max_bytes: int | Sequence[int | None] | None = None) -> list[list[Generation]]:
     """generate_batch for several contexts at once: each group is (state, prompts), and every
     row of every group steps in the same batch (more rows a step use the CPU's matrix units
     better). Returns the Generations group by group, in order. Each group's common prompt prefix
     is prefilled once from its own state. `counts`, if given, gets each group's forwarded
     tokens added at its index (so a caller can meter groups apart). `max_bytes`, if given, also
     ends a row once its decoded text (before any stop string) holds that many UTF-8 bytes: a
-    caller that keeps only that many bytes stops paying for tokens it would cut."""
-    if max_new_tokens < 0:
+    caller that keeps only that many bytes stops paying for tokens it would cut.
+    `max_new_tokens` and `max_bytes` may also be one value a group (rung 2's sweep decodes the
+    points of a budget sweep together, each with its own limits): each row stops at its own."""
+    per_group = not isinstance(max_new_tokens, int)
+    limits = list(max_new_tokens) if per_group else [max_new_tokens] * len(groups)
+    byte_limits = list(max_bytes) if isinstance(max_bytes, (list, tuple)) else [max_bytes] * len(groups)
+    if len(limits) != len(groups) or len(byte_limits) != len(groups):
+        raise ValueError(f"one max_new_tokens and max_bytes a group: {len(groups)} groups")
+    if any(n < 0 for n in limits):
         raise ValueError("max_new_tokens must be >= 0")
     if any(not s for s in stop):
         raise ValueError("stop strings must be non-empty")
@@ -323,10 +331,10 @@ def generate_groups(backbone, groups: Sequence[tuple[list | None, Sequence[Seque
     for state, _ in groups:
         if state is not None:
             backbone.layout.check(state)
-    if max_new_tokens == 0:  # nothing is decoded, so nothing needs forwarding
-        return [[Generation("", (), None, MAX_NEW_TOKENS) for _ in toks] for toks in toks_by_group]
-    # the same prompt from the same context decodes to the same reply: each is decoded once
-    unique_by_group = [[list(u) for u in dict.fromkeys(map(tuple, toks))] for toks in toks_by_group]
+    # the same prompt from the same context decodes to the same reply: each is decoded once;
+    # a group with nothing to decode needs nothing forwarded
+    unique_by_group = [[list(u) for u in dict.fromkeys(map(tuple, toks))] if limit else []
+                       for toks, limit in zip(toks_by_group, limits)]
 
     stacks, tails, group_of = [], [], []
     counts = counts if counts is not None else [0] * len(groups)
@@ -343,8 +351,8 @@ def generate_groups(backbone, groups: Sequence[tuple[list | None, Sequence[Seque
         tails += [t[n_prefix:] for t in toks]
         group_of += [g] * len(toks)
     B, dev = len(tails), backbone.device
-    if B == 0:
-        return [[] for _ in groups]
+    if B == 0:  # no prompts, or nothing to decode
+        return [[Generation("", (), None, MAX_NEW_TOKENS) for _ in toks] for toks in toks_by_group]
     st = [torch.cat(slot) for slot in zip(*stacks)]
 
     # per active row (tensors so that a step needs no loop over rows): prompt tail (padded),
@@ -395,9 +403,10 @@ def generate_groups(backbone, groups: Sequence[tuple[list | None, Sequence[Seque
             grown = texts[i]
             grown.add(tok)
             reason = STOP if grown.cut >= 0 else END if tok == END_OF_TEXT else MAX_NEW_TOKENS
-            if reason == MAX_NEW_TOKENS and max_bytes is not None and grown.n_bytes >= max_bytes:
+            cap_bytes = byte_limits[group_of[i]]
+            if reason == MAX_NEW_TOKENS and cap_bytes is not None and grown.n_bytes >= cap_bytes:
                 reason = MAX_BYTES
-            if reason != MAX_NEW_TOKENS or len(outs[i]) == max_new_tokens:
+            if reason != MAX_NEW_TOKENS or len(outs[i]) == limits[group_of[i]]:
                 text = grown.text[: grown.cut] if grown.cut >= 0 else grown.text
                 results[i] = Generation(text, tuple(outs[i]), None, reason)
                 done.append(row)
@@ -410,6 +419,9 @@ def generate_groups(backbone, groups: Sequence[tuple[list | None, Sequence[Seque
             tail, tail_len, last, pos = tail[keep], tail_len[keep], last[keep], pos[keep]
     out, at = [], 0
     for toks, unique in zip(toks_by_group, unique_by_group):
+        if not unique:  # max_new_tokens 0
+            out.append([Generation("", (), None, MAX_NEW_TOKENS) for _ in toks])
+            continue
         reply = {tuple(u): results[at + i] for i, u in enumerate(unique)}
         out.append([reply[tuple(t)] for t in toks])
         at += len(unique)

@@ -165,12 +165,13 @@ class ModelHandle:
         return self.__metered(lambda: self.__bb.decode_from(
             logits, st, max_new_tokens=max_new_tokens, stop=stop, keep_state=keep_state))
 
-    def generate_groups(self, groups, *, max_new_tokens: int, stop: Sequence[str] = ("\n",), scopes=None,
-                        max_bytes: int | None = None):
+    def generate_groups(self, groups, *, max_new_tokens, stop: Sequence[str] = ("\n",), scopes=None,
+                        max_bytes=None):
         """Several (state, prompts) groups decoded in one batch (urd.backbone.batch). A group of
         one prompt from no state resumes from a cached transcript it starts with. `scopes`: a key
         per group (an episode) under which its tokens are also counted (scoped_tokens);
-        `max_bytes`: a row ends once its text holds that many bytes."""
+        `max_bytes`: a row ends once its text holds that many bytes. `max_new_tokens` and
+        `max_bytes` are one value for all, or one a group."""
         from ..backbone.batch import generate_groups
 
         resolved, served, resumed = [], [], []

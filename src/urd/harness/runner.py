@@ -101,12 +101,69 @@ def consolidate_cell(system, task: str, sessions: list[dict], split: str, budget
                 raise contract.BudgetViolation(f"{where[i]}: {exc}") from None
             results.append((fiche, system.declared_tokens, handle.tokens_processed - before))
             _progress(label, i, len(sessions), "consolidated", started)
+    return _weigh(system, task, sessions, split, budget, factor, where, results)
+
+
+def _weigh(system, task, sessions, split, budget, factor, where, results) -> list[dict]:
+    """The contract's check of each episode's (fiche, declared, metered), as fiche records."""
     out = []
     for ep, w, (fiche, declared, metered) in zip(sessions, where, results):
         fiche = contract.exact_bytes(w, fiche)
         weighed = contract.check(system.name, ep["episode"], fiche, budget, declared, metered,
                                  count_tokens(ep["transcript"]), factor, bool(system.out_of_contract))
         out.append(fiches.record(system.name, task, split, ep["episode"], fiche, weighed))
+    return out
+
+
+def consolidate_points(system, task: str, sessions: list[dict], points: list[tuple[str, int | None, int]],
+                       label: str | None = None) -> list[list[dict] | contract.BudgetViolation]:
+    """consolidate_cell at several (split, budget, cap factor) points (rung 2's sweep): each
+    point's fiche records, or the BudgetViolation that disqualifies it. A system with a
+    consolidate_sweep() writes every point and episode in one batch, its model work scoped
+    under (point, episode) so each is metered as if it ran alone; any other system, or one
+    whose sweep raises a violation (which point broke the contract must be known), is run
+    point by point."""
+    label = label or f"{system.name}/{task}/sweep"
+    sweep = getattr(system, "consolidate_sweep", None)
+    if sweep is not None:
+        handle, started = system.backbone, time.monotonic()
+        if not isinstance(handle, ModelHandle):
+            raise TypeError("a system must be built on a ModelHandle (MemorySystem.__init__ does it)")
+        transcripts = [ep["transcript"] for ep in sessions]
+        for t in transcripts:
+            handle.cache_prefix(handle.tokenizer.encode(t))
+        handle.scoped_tokens()
+        before = handle.tokens_processed
+        try:
+            batch = sweep(transcripts, [(budget, factor) for _, budget, factor in points])
+        except contract.BudgetViolation:
+            sweep = None
+        else:
+            if len(batch) != len(points) or any(len(b) != len(sessions) for b in batch):
+                raise InputError(f"system {system.name}", "consolidate_sweep",
+                                 f"{len(points)} lists of {len(sessions)} (fiche, tokens) pairs",
+                                 [len(b) for b in batch])
+            keys = {(p, i) for p in range(len(points)) for i in range(len(sessions))}
+            scoped = {k: n for k, n in handle.scoped_tokens().items() if k in keys}
+            loose = handle.tokens_processed - before - sum(scoped.values())  # against every row
+            _progress(label, len(sessions) - 1, len(sessions), f"consolidated at {len(points)} points (one batch)",
+                      started)
+    if sweep is None:
+        out = []
+        for split, budget, factor in points:
+            try:
+                out.append(consolidate_cell(system, task, sessions, split, budget, factor))
+            except contract.BudgetViolation as exc:
+                out.append(exc)
+        return out
+    out = []
+    for p, ((split, budget, factor), rows) in enumerate(zip(points, batch)):
+        where = [f"system {system.name!r}, episode {ep['episode']}" for ep in sessions]
+        results = [(fiche, declared, scoped.get((p, i), 0) + loose) for i, (fiche, declared) in enumerate(rows)]
+        try:
+            out.append(_weigh(system, task, sessions, split, budget, factor, where, results))
+        except contract.BudgetViolation as exc:
+            out.append(exc)
     return out
 
 

@@ -139,37 +139,16 @@ def _pairs(items: list[str], where: str) -> dict[str, str]:
 
 def cmd_chain_summary(args, spec):
     from ..tables.bootstrap import Bootstrap
-    from . import chains
+    from .summaries import chain_summary
 
     boot = Bootstrap(**{k: spec["bootstrap"][k] for k in ("resamples", "level", "seed")})
-    controls = {v: read_jsonl(p) for v, p in _pairs(args.control, "--control").items()}
-    cells: dict = {}
-    inputs = {}
-    for key, path in _pairs(args.cell, "--cell").items():
-        system, variant, split = key.split(":")
-        if variant not in controls:
-            raise InputError("chain-summary", "--control", f"the control of variant {variant}")
-        from ..data.chains import task_of
-
-        fig = chains.fold_chain(task_of(variant), spec["sessions"], spec["lengths"], read_jsonl(path),
-                                controls[variant], boot)
-        cells.setdefault(system, {}).setdefault(variant, {})[split] = fig
-        inputs[path] = sha256_file(path)
-    for p in _pairs(args.control, "--control").values():
-        inputs[p] = sha256_file(p)
-    summary = {"suite": "urd2-chains", "scale": args.scale, "sessions": spec["sessions"],
-               "chains": spec.get("chains"), "lengths": spec["lengths"], "budgets": spec["budgets"],
-               "method": {"R": "R[k][j]: mean over chains of the session-j score after boundary k (T1 recall on "
-                               "seen keys, T2 discrimination); rows k = 1..n, None above the diagonal",
-                          "backward": "BWT(n) = mean over j < n of R[n][j] - R[j][j], per chain, then the mean "
-                                      "over chains with a percentile bootstrap interval (chains resampled)",
-                          "forward": "FWT(n) = mean over 2 <= j <= n of R[j][j] - F[j], F[j] = the score of a "
-                                     "fresh consolidation of session j alone (no prior); undefined at n = 1",
-                          "by_age": "age a = k - j: mean of R[j+a][j]; relative = its sum over the sum of R[j][j]",
-                          "bootstrap": boot.as_dict()},
-               "systems": cells, "provenance": {**_static(spec, args), "inputs": dict(sorted(inputs.items()))}}
+    cells, controls = _pairs(args.cell, "--cell"), _pairs(args.control, "--control")
+    summary = chain_summary(cells, controls, spec["sessions"], spec["lengths"], boot)
+    summary = {"suite": summary["suite"], "scale": args.scale, **summary, "chains": spec.get("chains"),
+               "budgets": spec["budgets"]}
+    summary["provenance"] = {**_static(spec, args), **summary["provenance"]}
     atomic_write_json(args.out, summary)
-    return f"folded {len(inputs)} files into {args.out}"
+    return f"folded {len(summary['provenance']['inputs'])} files into {args.out}"
 
 
 # --- the Pareto sweep -----------------------------------------------------------------------
@@ -213,29 +192,18 @@ def cmd_sweep_judge(args, spec):
 def cmd_sweep_summary(args, spec):
     from ..systems import registry
     from ..tables.bootstrap import Bootstrap
-    from . import flops, pareto
+    from . import flops
+    from .summaries import sweep_summary
 
     boot = Bootstrap(**{k: spec["bootstrap"][k] for k in ("resamples", "level", "seed")})
-    n_params = flops.parameter_count(args.checkpoint)
-    tasks: dict = {}
-    inputs = {}
-    for key, path in _pairs(args.cell, "--cell").items():
-        system, task = key.split(":")
-        recs = read_jsonl(path)
-        violations = {(r["budget_point"], r["cap_factor"]): r["violation"] for r in recs if "violation" in r}
-        answered = [r for r in recs if "violation" not in r]
-        ooc = bool(getattr(registry.resolve(system, spec.get("plugins")), "out_of_contract", False))
-        points = pareto.fold_system(task, answered, violations, n_params, boot, system, ooc)
-        tasks.setdefault(task, {})[system] = {"points": points}
-        inputs[path] = sha256_file(path)
-    out = {"suite": "urd2-pareto", "scale": args.scale, "n_params": n_params, "budgets": spec["budgets"],
-           "caps": spec["caps"], "flops_formula": flops.FORMULA,
-           "dominance": ("p dominates q when p's score >= q's, p's bits <= q's and p's FLOPs <= q's, one of them "
-                         "strictly; the frontier is the qualified points no point dominates"),
-           "bootstrap": boot.as_dict(), "tasks": {t: pareto.fold(t, systems) for t, systems in sorted(tasks.items())},
-           "provenance": {**_static(spec, args), "inputs": dict(sorted(inputs.items()))}}
+    cells = _pairs(args.cell, "--cell")
+    ooc = {key.split(":")[0]: bool(getattr(registry.resolve(key.split(":")[0], spec.get("plugins")),
+                                           "out_of_contract", False)) for key in cells}
+    out = sweep_summary(cells, ooc, flops.parameter_count(args.checkpoint), spec["budgets"], spec["caps"], boot)
+    out = {"suite": out["suite"], "scale": args.scale, **out}
+    out["provenance"] = {**_static(spec, args), **out["provenance"]}
     atomic_write_json(args.out, out)
-    return f"folded {len(inputs)} sweeps into {args.out}"
+    return f"folded {len(cells)} sweeps into {args.out}"
 
 
 # --- dose-response --------------------------------------------------------------------------

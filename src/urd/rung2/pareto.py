@@ -2,7 +2,8 @@
 
 A sweep point is (fiche budget, consolidation cap factor). For one system and task, one job
 consolidates every evaluated episode at every point (the transcripts' states are computed once
-and shared by all points: urd.harness.handle's prefix cache), and one job answers every point
+and shared by all points: urd.harness.handle's prefix cache; a system with consolidate_sweep()
+writes all points in one batch: urd.harness.runner.consolidate_points), and one job answers every point
 together, each distinct (episode, fiche) decoded once: a system whose fiche does not depend on
 the cap (gzip_tail, retrieval) is not decoded again per cap.
 
@@ -25,7 +26,7 @@ from ..core.errors import InputError
 from ..harness import fiches
 from ..harness.contract import BudgetViolation
 from ..harness.fold import _r, by_episode, sandbox_labels
-from ..harness.runner import answer_cells, consolidate_cell, judge_cell
+from ..harness.runner import answer_cells, consolidate_points, judge_cell
 from ..harness.scoring import episode_scores
 from . import flops as flops_of
 
@@ -36,15 +37,14 @@ def point_label(budget: int, cap: int) -> str:
 
 def consolidate(system, task: str, sessions: list[dict], budgets: list[int], caps: list[int]) -> list[dict]:
     """Fiche records of every point, or one violation record per disqualified point."""
+    points = [(budget, cap) for budget in budgets for cap in caps]
+    done = consolidate_points(system, task, sessions, [(point_label(b, c), b, c) for b, c in points])
     out = []
-    for budget in budgets:
-        for cap in caps:
-            point = {"budget_point": budget, "cap_factor": cap}
-            try:
-                recs = consolidate_cell(system, task, sessions, point_label(budget, cap), budget, cap)
-            except BudgetViolation as exc:
-                out.append({**point, "system": system.name, "task": task, "violation": str(exc)})
-                continue
+    for (budget, cap), recs in zip(points, done):
+        point = {"budget_point": budget, "cap_factor": cap}
+        if isinstance(recs, BudgetViolation):
+            out.append({**point, "system": system.name, "task": task, "violation": str(recs)})
+        else:
             out += [{**r, **point} for r in recs]
     return out
 

@@ -35,6 +35,10 @@ class MemorySystem:
     fiche the previous boundary left (None at the first); a system without the `prior`
     parameter is called as above and measured as it is. `self.consolidation_factor` is the
     contract's factor the current consolidation is held to (the Pareto sweep varies it).
+    Optional, for speed: consolidate_sweep(transcripts, [(budget_bytes, factor), ...]) ->
+    one [(fiche, declared tokens)] per point, every point written in one batch with its model
+    work scoped under (point index, episode index) (urd.systems.summary does it); it must give
+    what consolidate_batch() gives point by point (urd.harness.runner.consolidate_points).
 
     `self.backbone` is a metered ModelHandle (urd.harness.handle), never the raw model.
     """

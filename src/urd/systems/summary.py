@@ -38,22 +38,39 @@ class Summary(MemorySystem):
 
     def consolidate_batch(self, transcripts, budget_bytes):
         """The notes of every episode written in one batch (one row an episode)."""
-        budget = budget_bytes if budget_bytes is not None else DEFAULT_BUDGET
+        return self._write(transcripts, [(budget_bytes, self.consolidation_factor)], lambda p, i: i)[0]
+
+    def consolidate_sweep(self, transcripts, points):
+        """Rung 2's sweep: the notes of every (budget, cap factor) point and episode in one
+        batch, each row stopping at its own point's limits; the same notes, and the same tokens,
+        as each point written alone (urd.harness.runner.consolidate_points)."""
+        return self._write(transcripts, points, lambda p, i: (p, i))
+
+    def _write(self, transcripts, points, scope):
         # transcript and instruction tokenized apart: the transcript's tokens are then a prefix
         # the handle serves from the state computed once per episode
         enc = self.backbone.tokenizer.encode
         read = [enc(t) for t in transcripts]
-        prompts = [r + enc(INSTRUCTION.format(budget=budget)) for r in read]
-        max_new = note_tokens(budget_bytes, self.settings)
-        if self.consolidation_factor is not None:  # write no more than the cap leaves
-            room = min(self.consolidation_factor * len(r) - len(p) for r, p in zip(read, prompts))
-            max_new = max(1, min(max_new, room))
-        # a note stops once it fills the budget: what is written past it would be cut anyway
-        gens = self.backbone.generate_groups([(None, [p]) for p in prompts], max_new_tokens=max_new,
-                                             stop=("\n\n",), scopes=list(range(len(prompts))), max_bytes=budget)
+        groups, limits, byte_limits, scopes, prompts_of = [], [], [], [], []
+        for p, (budget_bytes, factor) in enumerate(points):
+            budget = budget_bytes if budget_bytes is not None else DEFAULT_BUDGET
+            prompts = [r + enc(INSTRUCTION.format(budget=budget)) for r in read]
+            max_new = note_tokens(budget_bytes, self.settings)
+            if factor is not None:  # write no more than the cap leaves
+                room = min(factor * len(r) - len(q) for r, q in zip(read, prompts))
+                max_new = max(1, min(max_new, room))
+            for i, q in enumerate(prompts):
+                groups.append((None, [q]))
+                limits.append(max_new)
+                # a note stops once it fills the budget: what is written past it would be cut anyway
+                byte_limits.append(budget)
+                scopes.append(scope(p, i))
+            prompts_of.append((budget, prompts))
+        gens = iter(self.backbone.generate_groups(groups, max_new_tokens=limits, stop=("\n\n",), scopes=scopes,
+                                                  max_bytes=byte_limits))
         # declared: the prompt read and every token written
-        return [(utf8_prefix(g.text.strip(), budget).encode("utf-8"), len(p) + len(g.tokens))
-                for p, (g,) in zip(prompts, gens)]
+        return [[(utf8_prefix(g.text.strip(), budget).encode("utf-8"), len(q) + len(g.tokens))
+                 for q, (g,) in zip(prompts, gens)] for budget, prompts in prompts_of]
 
     def context(self, fiche, header):
         return self.text_context(fiche.decode("utf-8"), header)
