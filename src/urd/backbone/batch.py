@@ -318,9 +318,8 @@ def generate_groups(backbone, groups: Sequence[tuple[list | None, Sequence[Seque
     caller that keeps only that many bytes stops paying for tokens it would cut.
     `max_new_tokens` and `max_bytes` may also be one value a group (rung 2's sweep decodes the
     points of a budget sweep together, each with its own limits): each row stops at its own."""
-    per_group = not isinstance(max_new_tokens, int)
-    limits = list(max_new_tokens) if per_group else [max_new_tokens] * len(groups)
-    byte_limits = list(max_bytes) if isinstance(max_bytes, (list, tuple)) else [max_bytes] * len(groups)
+    limits = [max_new_tokens] * len(groups) if isinstance(max_new_tokens, int) else list(max_new_tokens)
+    byte_limits = [max_bytes] * len(groups) if max_bytes is None or isinstance(max_bytes, int) else list(max_bytes)
     if len(limits) != len(groups) or len(byte_limits) != len(groups):
         raise ValueError(f"one max_new_tokens and max_bytes a group: {len(groups)} groups")
     if any(n < 0 for n in limits):

@@ -61,15 +61,10 @@ def consolidate_cell(system, task: str, sessions: list[dict], split: str, budget
     from ..systems.base import MemorySystem
 
     label = label or f"{system.name}/{task}/{split}"
-    handle, started = system.backbone, time.monotonic()
+    handle, transcripts, where = _ready(system, sessions)
+    started = time.monotonic()
     system.consolidation_factor = factor  # the cap it is held to, for a system that adapts to it
     prior_of = [(priors or {}).get(ep["episode"]) for ep in sessions]
-    if not isinstance(handle, ModelHandle):
-        raise TypeError("a system must be built on a ModelHandle (MemorySystem.__init__ does it)")
-    where = [f"system {system.name!r}, episode {ep['episode']}" for ep in sessions]
-    transcripts = [ep["transcript"] for ep in sessions]
-    for t in transcripts:  # read as its own state, from the prefill job's file or on first use
-        handle.cache_prefix(handle.tokenizer.encode(t))
     results = []  # (fiche, declared, metered) per episode
     if type(system).consolidate_batch is not MemorySystem.consolidate_batch:
         handle.scoped_tokens()
@@ -104,6 +99,18 @@ def consolidate_cell(system, task: str, sessions: list[dict], split: str, budget
     return _weigh(system, task, sessions, split, budget, factor, where, results)
 
 
+def _ready(system, sessions: list[dict]) -> tuple[ModelHandle, list[str], list[str]]:
+    """The system's metered handle with every transcript cached as its own state (from the
+    prefill job's file or on first use), the transcripts, and how each episode is named."""
+    handle = system.backbone
+    if not isinstance(handle, ModelHandle):
+        raise TypeError("a system must be built on a ModelHandle (MemorySystem.__init__ does it)")
+    transcripts = [ep["transcript"] for ep in sessions]
+    for t in transcripts:
+        handle.cache_prefix(handle.tokenizer.encode(t))
+    return handle, transcripts, [f"system {system.name!r}, episode {ep['episode']}" for ep in sessions]
+
+
 def _weigh(system, task, sessions, split, budget, factor, where, results) -> list[dict]:
     """The contract's check of each episode's (fiche, declared, metered), as fiche records."""
     out = []
@@ -126,12 +133,8 @@ def consolidate_points(system, task: str, sessions: list[dict], points: list[tup
     label = label or f"{system.name}/{task}/sweep"
     sweep = getattr(system, "consolidate_sweep", None)
     if sweep is not None:
-        handle, started = system.backbone, time.monotonic()
-        if not isinstance(handle, ModelHandle):
-            raise TypeError("a system must be built on a ModelHandle (MemorySystem.__init__ does it)")
-        transcripts = [ep["transcript"] for ep in sessions]
-        for t in transcripts:
-            handle.cache_prefix(handle.tokenizer.encode(t))
+        handle, transcripts, where = _ready(system, sessions)
+        started = time.monotonic()
         handle.scoped_tokens()
         before = handle.tokens_processed
         try:
@@ -158,7 +161,6 @@ def consolidate_points(system, task: str, sessions: list[dict], points: list[tup
         return out
     out = []
     for p, ((split, budget, factor), rows) in enumerate(zip(points, batch)):
-        where = [f"system {system.name!r}, episode {ep['episode']}" for ep in sessions]
         results = [(fiche, declared, scoped.get((p, i), 0) + loose) for i, (fiche, declared) in enumerate(rows)]
         try:
             out.append(_weigh(system, task, sessions, split, budget, factor, where, results))

@@ -197,8 +197,8 @@ def cmd_sweep_summary(args, spec):
 
     boot = Bootstrap(**{k: spec["bootstrap"][k] for k in ("resamples", "level", "seed")})
     cells = _pairs(args.cell, "--cell")
-    ooc = {key.split(":")[0]: bool(getattr(registry.resolve(key.split(":")[0], spec.get("plugins")),
-                                           "out_of_contract", False)) for key in cells}
+    systems = {key.split(":")[0] for key in cells}
+    ooc = {s: bool(getattr(registry.resolve(s, spec.get("plugins")), "out_of_contract", False)) for s in systems}
     out = sweep_summary(cells, ooc, flops.parameter_count(args.checkpoint), spec["budgets"], spec["caps"], boot)
     out = {"suite": out["suite"], "scale": args.scale, **out}
     out["provenance"] = {**_static(spec, args), **out["provenance"]}
