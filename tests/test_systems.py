@@ -127,3 +127,17 @@ def test_summary_notes_may_run_as_long_as_the_budget_allows_and_the_estimate_bil
     over = cell_cpu_seconds(urd_config, "0.1b", "t1", "consolidate", "summary", "over")
     sanity = cell_cpu_seconds(urd_config, "0.1b", "t1", "consolidate", "summary", "sanity")
     assert sanity > over > cell_cpu_seconds(urd_config, "0.1b", "t1", "consolidate", "vanilla", "sanity")
+
+
+def test_summary_stops_writing_once_its_notes_fill_the_budget(tiny_backbone, urd_config):
+    """Allowed 4 tokens a byte, the notes still stop at the token that reaches the budget: every
+    token is at least one byte, so no more tokens than budget bytes are ever written."""
+    from urd.backbone.tokenizer import count_tokens
+    from urd.systems.summary import INSTRUCTION
+
+    ep = calibrate.t1_episode(urd_config, 1)
+    system = registry.build("summary", tiny_backbone, settings={"bytes_per_token": 0.25})
+    for budget in (12, 30):
+        ((fiche, declared),) = system.consolidate_batch([ep["transcript"]], budget)
+        written = declared - count_tokens(ep["transcript"]) - count_tokens(INSTRUCTION.format(budget=budget))
+        assert len(fiche) <= budget and 0 < written <= budget, (budget, written)

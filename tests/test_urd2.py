@@ -192,6 +192,7 @@ def test_the_prior_reaches_a_system_that_takes_it_and_a_rung1_system_is_run_as_i
     a = {k: [views.session_a(e) for e in eps] for k, eps in data.items()}
     s = _Recorder(_no_model())
     first = [(r, chain_data_fiche(r)) for r in chains.consolidate(s, "t1", a[1], "x", 8, 10, 1, None)]
+    assert not any(r["fresh"] for r, _ in first)  # the first boundary has nothing before it
     second = chains.consolidate(s, "t1", a[2], "x", 8, 10, 2, first)
     assert s.calls == [None, None, b"x", b"x"]
     assert [r["fiche_bytes"] for r in second] == [2, 2]
@@ -297,6 +298,36 @@ def test_a_sweep_written_in_one_batch_gives_each_points_fiches_tokens_and_violat
     assert {r["fiche_bytes"] for r in kept[0]} == {30} and max(r["fiche_bytes"] for r in kept[2]) > 120
     assert all(r["metered_tokens"] <= r["token_cap"] < 4096 // 10 for r in kept[3])
     assert min(r["token_cap"] - r["metered_tokens"] for r in kept[3]) <= 1
+
+
+class _SharedWork(MemorySystem):
+    """A sweep that reads one shared prompt for all its points, scoped to none of them."""
+
+    name = "shared_work"
+
+    def consolidate(self, transcript, budget_bytes):
+        return b""
+
+    def consolidate_sweep(self, transcripts, points):
+        self.backbone.generate_groups([(None, [self.backbone.tokenizer.encode("shared notes")])], max_new_tokens=1)
+        return [[(b"", self.settings.get("declare", 0)) for _ in transcripts] for _ in points[: self.settings.get("n")]]
+
+
+def test_a_sweeps_unscoped_work_is_charged_to_every_point_and_a_short_answer_is_refused(tiny_backbone, urd_config):
+    from urd.data import calibrate, views
+    from urd.harness.contract import BudgetViolation
+    from urd.harness.runner import consolidate_points
+
+    a = [views.session_a(calibrate.t1_episode(urd_config, i)) for i in range(2)]
+    points = [("30B@10x", 30, 10), ("120B@10x", 120, 10)]
+    shared = tiny_backbone.tokenizer.encode("shared notes")
+    out = consolidate_points(_SharedWork(ModelHandle(tiny_backbone)), "t1", a, points)
+    assert all(isinstance(x, BudgetViolation) for x in out)  # declared 0: each row pays for the shared read
+    assert all(f"declared 0 consolidation tokens but the backbone processed {len(shared)}" in str(x) for x in out)
+    ok = consolidate_points(_SharedWork(ModelHandle(tiny_backbone), settings={"declare": len(shared)}), "t1", a, points)
+    assert [[r["metered_tokens"] for r in recs] for recs in ok] == [[len(shared)] * 2] * 2
+    with pytest.raises(InputError, match="consolidate_sweep"):
+        consolidate_points(_SharedWork(ModelHandle(tiny_backbone), settings={"n": 1}), "t1", a, points)
 
 
 def test_flops_are_two_n_a_forward_token_and_six_n_a_trained_one(tiny_checkpoint):

@@ -95,7 +95,9 @@ def resolve(settings: dict, name: str, scale: str, transcript_tokens: int, facto
     if dose is not None:
         if not dose > 0:
             raise InputError(where, f"{key}.dose", "a positive multiple of the cap", dose)
-        ooc = dose > 1
+        from ..rung2.dose import out_of_contract
+
+        ooc = out_of_contract(dose)
         tokens = dose * cap
         if tokens < ctx:  # one shorter step, rather than a step that overshoots the dose
             ctx, steps = max(2, math.floor(tokens)), 1

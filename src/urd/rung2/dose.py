@@ -26,6 +26,12 @@ def recipe_name(dose: float) -> str:
     return f"dose{dose:g}"
 
 
+def out_of_contract(dose: float) -> bool:
+    """A dose past the cap (d > 1) trains more than the contract allows: measured, labelled,
+    never ranked (the tuning recipe and the dose summary both read this)."""
+    return dose > 1
+
+
 def dose_of(recipe: str) -> float | None:
     m = _NAME.match(recipe)
     return float(m.group(1)) if m else None
@@ -42,14 +48,14 @@ def evaluate(backbone, episodes: dict[str, list[dict]], doses: list[float], root
     served: dict = {}
     for d in doses:
         name = recipe_name(d)
-        recipe = Recipe(name, ArtifactProvider(root, name, state_file), d > 1)
+        recipe = Recipe(name, ArtifactProvider(root, name, state_file), out_of_contract(d))
         tasks = {}
         for task in sorted(episodes):
             (cell,), recs = evaluate_budgets(backbone, recipe, task, episodes[task], [None], controls.get(task),
                                              factor, decode[task])
             tasks[task] = point(task, d, cell)
             records += [{**r, "dose": d} for r in recs]
-        out["doses"][name] = {"dose": d, "out_of_contract": d > 1, "tasks": tasks}
+        out["doses"][name] = {"dose": d, "out_of_contract": recipe.out_of_contract, "tasks": tasks}
         served[name] = recipe.provider.served
     return out, records, served
 
