@@ -15,24 +15,20 @@ import argparse
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from urd.workflow.files import copy_workflow
+
 REPO = Path(__file__).resolve().parents[1]
-WORKFLOW_FILES = ["Snakefile", "rules", "scripts", "envs", "config", "calibration", "profiles"]
 
 
 def build(mode: str, target: str, cores: int) -> tuple[float, int, dict]:
     with tempfile.TemporaryDirectory() as tmp:
-        wf = Path(tmp) / "wf"
-        wf.mkdir()
-        for name in WORKFLOW_FILES:
-            src = REPO / name
-            (shutil.copytree if src.is_dir() else shutil.copy2)(src, wf / name)
+        wf = copy_workflow(REPO, Path(tmp) / "wf")
         env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
         started = time.perf_counter()
         proc = subprocess.run([sys.executable, "-m", "snakemake", target, "--cores", str(cores), "--nolock",

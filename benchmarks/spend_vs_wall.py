@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import argparse
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from urd.workflow.files import copy_workflow
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -28,9 +29,7 @@ def main(argv=None) -> int:
     ap.add_argument("--cores", type=int, default=2)
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        wd = Path(tmp)
-        for name in ("Snakefile", "rules", "config", "calibration", "profiles"):
-            (shutil.copytree if (REPO / name).is_dir() else shutil.copy2)(REPO / name, wd / name)
+        wd = copy_workflow(REPO, Path(tmp) / "wf")
         smk = [sys.executable, "-m", "snakemake", "--cores", str(args.cores), args.target]
         dry = subprocess.run([*smk, "-n"], cwd=wd, capture_output=True, text=True, check=True)
         line = dry.stdout.strip().splitlines()[-1]

@@ -15,7 +15,6 @@ import pytest
 from slurm_cluster import slurm_cluster  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[1]
-WORKFLOW_FILES = ("Snakefile", "rules", "scripts", "envs", "config", "calibration", "profiles")
 
 
 @pytest.fixture(scope="session")
@@ -42,14 +41,9 @@ def _note_the_slow_mark(request):
 
 
 def copy_workflow(dest: Path) -> Path:
-    dest.mkdir(parents=True, exist_ok=True)
-    for name in WORKFLOW_FILES:
-        src = REPO / name
-        if src.is_dir():
-            shutil.copytree(src, dest / name)
-        elif src.exists():
-            shutil.copy2(src, dest / name)
-    return dest
+    from urd.workflow.files import copy_workflow as copy
+
+    return copy(REPO, dest)
 
 
 #: The reduced run the workflow tests build on: one episode, two queries a cell.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 import subprocess
 from decimal import Decimal
 from pathlib import Path
@@ -151,3 +152,38 @@ def test_failed_dry_run_prints_no_spend(workdir):
     r = smk(workdir, "-n", "c.txt", "--config", "broken=1")
     assert r.returncode != 0 and "missing.txt" in r.stdout + r.stderr
     assert "urd planned spend" not in r.stdout + r.stderr
+
+
+def test_rows_decoded_in_one_batch_are_priced_by_the_longest_row(urd_config):
+    """The sweep's summary writes every point and episode in one batch: its estimate takes the
+    longest note's steps at the one-token speed and every other row-token at the batched rate
+    (config cpu_speed), not each row as if decoded alone."""
+    import copy
+
+    from urd.cost.estimate import lockstep
+    from urd.rung2 import plan
+
+    assert lockstep([10, 40, 40]) == {"decode": 40, "batched": 50} and lockstep([]) == {"decode": 0, "batched": 0}
+    config = copy.deepcopy(urd_config)
+    config["urd2"]["scales"] = {}
+    speed = config["cpu_speed"]["0.1b"]
+
+    def sweep(episodes, budgets):
+        config["urd2"]["pareto"].update(episodes=episodes, budgets=budgets, caps=[10])
+        return plan.sweep_cpu_seconds(config, "0.1b", "consolidate", "t1", "summary")
+
+    # t1's transcript is 1,850 tokens: at 10x the cap leaves 16,650 tokens of notes; 960 B: 320
+    steps, other = 16650, 16650 * 5 + 320 * 6
+    expected = (6 * 1850 / speed["prefill_tokens_per_s"] + steps * speed["decode_ms_per_token"] / 1000
+                + other / speed["batch_tokens_per_s"] + speed["startup_s"])
+    assert sweep(6, [960, 65536]) == math.ceil(expected)
+    # twelve episodes cost the longest note's steps once, not twice
+    assert sweep(12, [960, 65536]) < 1.5 * sweep(6, [960, 65536])
+    assert plan.sweep_cpu_seconds(config, "0.1b", "consolidate", "t1", "vanilla") == speed["startup_s"]
+    # rung 1's summary writes a cell's episodes in one batch too: 960 B of notes is 320 tokens
+    from urd.cost.estimate import cell_cpu_seconds
+
+    eps = config["episodes"]
+    cell = (eps * 30 / speed["prefill_tokens_per_s"] + 320 * speed["decode_ms_per_token"] / 1000
+            + (eps - 1) * 320 / speed["batch_tokens_per_s"] + speed["startup_s"])
+    assert cell_cpu_seconds(config, "0.1b", "t1", "consolidate", "summary", "sanity") == math.ceil(cell)

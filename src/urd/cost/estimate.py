@@ -47,6 +47,15 @@ def _seconds(config, scale, prefill=0, decode=0, batched=0) -> int:
     return max(1, math.ceil(seconds))
 
 
+def lockstep(lengths) -> dict:
+    """The decode of rows that step together in one batch (urd.backbone.batch: a cell's episodes,
+    a sweep's points): the longest row sets the steps, each at the one-token speed, and every
+    other row-token rides along at the batched rate. `_seconds`' decode and batched arguments."""
+    lengths = list(lengths)
+    steps = max(lengths, default=0)
+    return {"decode": steps, "batched": sum(lengths) - steps}
+
+
 def cell_cpu_seconds(config: dict, scale: str, task: str, step: str, system: str | None = None,
                      split: str | None = None) -> int:
     """CPU seconds of one job of a cell: prefill, control, consolidate or answer."""
@@ -63,7 +72,7 @@ def cell_cpu_seconds(config: dict, scale: str, task: str, step: str, system: str
 
         budget = config["profiles"][config["profile"]]["budgets"].get(split) if split else None
         written = note_tokens(budget, config.get("system_settings", {}).get("summary", {}))
-        return _seconds(config, scale, prefill=eps * 30, decode=eps * written)
+        return _seconds(config, scale, prefill=eps * 30, **lockstep([written] * eps))  # one batch a cell
     if step == "answer":
         context = HEADER_TOKENS + FICHE_CONTEXT_TOKENS.get(split, 400)
         return _seconds(config, scale, prefill=eps * context, batched=rows)

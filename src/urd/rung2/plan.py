@@ -116,6 +116,12 @@ def _seconds(config, scale, prefill=0, decode=0, batched=0) -> int:
     return seconds(config, scale, prefill=prefill, decode=decode, batched=batched)
 
 
+def _lockstep(lengths) -> dict:
+    from ..cost.estimate import lockstep
+
+    return lockstep(lengths)
+
+
 def _task_sizes(config: dict, task: str) -> tuple[int, int]:
     from ..cost.estimate import QUERY_TOKENS, TRANSCRIPT_TOKENS
 
@@ -146,7 +152,7 @@ def chain_cpu_seconds(config: dict, scale: str, step: str, task: str, system: st
     transcript, rows = _task_sizes(config, task)
     if step == "consolidate":
         pre, dec = _consolidate_tokens(config, system, task, c["budgets"].get(split))
-        return _seconds(config, scale, prefill=chains * pre, decode=chains * dec)
+        return _seconds(config, scale, prefill=chains * pre, **_lockstep([dec] * chains))  # one batch a boundary
     if step == "answer":
         if system in ("vanilla", "symbolic"):
             return _seconds(config, scale)
@@ -163,9 +169,11 @@ def sweep_cpu_seconds(config: dict, scale: str, step: str, task: str, system: st
     eps, points = p["episodes"], len(p["budgets"]) * len(p["caps"])
     transcript, rows = _task_sizes(config, task)
     if step == "consolidate":
-        tokens = [_consolidate_tokens(config, system, task, b, c) for b in p["budgets"] for c in p["caps"]]
-        return _seconds(config, scale, prefill=eps * (transcript + sum(t[1] for t in tokens)),
-                        decode=eps * sum(t[1] for t in tokens))
+        # each transcript read once for every point; summary writes all points' notes in one
+        # batch (Summary.consolidate_sweep), the longest setting the steps
+        notes = [_consolidate_tokens(config, system, task, b, c)[1] for b in p["budgets"] for c in p["caps"]]
+        read = transcript if system not in TEXT_SYSTEMS else 0
+        return _seconds(config, scale, prefill=eps * read, **_lockstep(n for n in notes for _ in range(eps)))
     if step == "answer":
         distinct = points if system not in TEXT_SYSTEMS else len(p["budgets"])
         if system in ("vanilla", "symbolic"):
