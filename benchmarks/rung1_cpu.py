@@ -11,10 +11,12 @@ consumer prefills its own transcript, every query decoded alone) on the first
 --sequential-episodes episodes, for the ratio, and the replies of both paths compared.
 
 Prints wall time; tokens forwarded (prefilled, decoded) against the irreducible count: each
-transcript once per task and episode, each session-B context once per cell and episode, each
-query prompt and each forwarded decoded token once, plus what a consolidation forwards beyond
-the transcript (summary's instruction and notes). A random model answers nonsense: only the
-figures of work mean anything, not the scores.
+transcript once per task and episode, each session-B context once per cell and episode, and from
+each context every distinct prefix of its queries' prompts-and-replies once (a token's logits
+depend on everything before it, so two rows can share only a common prefix; a reply's last token
+is never forwarded), plus what a consolidation forwards beyond the transcript (summary's
+instruction and notes). No decoder can forward less, so the ratio is at least 1. A random model
+answers nonsense: only the figures of work mean anything, not the scores.
 """
 
 from __future__ import annotations
@@ -44,12 +46,28 @@ SHAPES = {"0.1b": dict(n_layer=12, n_embd=768), "tiny": dict(n_layer=2, n_embd=1
 BASELINES = ("vanilla", "gzip_tail", "retrieval", "summary", "state_carry")
 
 
+def trie_nodes(sequences) -> int:
+    """The number of distinct non-empty prefixes of the sequences (the nodes of their trie)."""
+    root, n = {}, 0
+    for seq in sequences:
+        node = root
+        for t in seq:
+            nxt = node.get(t)
+            if nxt is None:
+                nxt = node[t] = {}
+                n += 1
+            node = nxt
+    return n
+
+
 class Counter:
-    """Tokens forwarded (the backbone's own count) and tokens decoded (from what generation
-    returned: every generated token but the last of each reply is forwarded)."""
+    """Tokens forwarded (the backbone's own count), tokens decoded (from what generation
+    returned: every generated token but the last of each reply is forwarded; a prompt repeated
+    in a batch group is decoded once) and, for batched decoding, the floor: from each group's
+    state, every distinct prefix of its prompts followed by their replies (but the last token)."""
 
     def __init__(self, bb: Backbone):
-        self.bb, self.decoded = bb, 0
+        self.bb, self.decoded, self.floor = bb, 0, 0
         decode_from = bb.decode_from
 
         def counting(*a, **kw):
@@ -62,10 +80,13 @@ class Counter:
 
         generate_groups = batch.generate_groups
 
-        def counting_groups(*a, **kw):
-            groups = generate_groups(*a, **kw)
-            self.decoded += sum(max(0, len(g.tokens) - 1) for gens in groups for g in gens)
-            return groups
+        def counting_groups(backbone, groups, **kw):
+            out = generate_groups(backbone, groups, **kw)
+            for (_, prompts), gens in zip(groups, out):
+                rows = {tuple(p): tuple(g.tokens[:-1]) for p, g in zip(prompts, gens)}  # as decoded: once
+                self.decoded += sum(map(len, rows.values()))
+                self.floor += trie_nodes(p + r for p, r in rows.items())
+            return out
 
         batch.generate_groups = counting_groups  # generate_batch goes through it too
 
@@ -78,10 +99,8 @@ class Irreducible:
         self.enc, self.total = tokenizer.encode, 0
 
     def text(self, s: str):
+        """A text forwarded once (a transcript, a session-B context)."""
         self.total += len(self.enc(s)) if s else 0
-
-    def replies(self, prompts: list[str], replies_tokens: int):
-        self.total += sum(len(self.enc(p)) for p in prompts) + replies_tokens
 
 
 def episodes_of(config, task, n):
@@ -108,10 +127,10 @@ def run_batched(bb, config, budgets, episodes, decode, systems, counter, irr, ti
                 h.cache_prefix(tokens, logits, state)
             return h
 
-        d0, t0 = counter.decoded, time.perf_counter()
+        fl0, t0 = counter.floor, time.perf_counter()
         raw = answer_control(cached_handle(), a, b, decode, label=f"control/{task}")
         times["control"] = times.get("control", 0.0) + time.perf_counter() - t0
-        irr.replies([q["prompt"] for e in b for q in e["queries"]], counter.decoded - d0)
+        irr.total += counter.floor - fl0
         replies.update({("control", task, r["query_id"]): r["response"] for r in raw})
         for name in systems:
             t0 = time.perf_counter()
@@ -123,11 +142,11 @@ def run_batched(bb, config, budgets, episodes, decode, systems, counter, irr, ti
                 irr.total += (h.tokens_processed - f0) - (h.tokens_served - s0)  # forwarded beyond the cache
                 fresh = registry.build(name, ModelHandle(bb), settings=config.get("system_settings", {}).get(name, {}))
                 crossing = [(r, fiches.read_one(r)) for r in recs]
-                d1 = counter.decoded
+                fl1 = counter.floor
                 raw = answer_cell(fresh, b, crossing, decode, label=f"{name}/{task}/{split}")
                 for e, (_rec, fiche) in zip(b, crossing):
                     irr.text(fresh.context(fiche, e["header"]).text)
-                irr.replies([q["prompt"] for e in b for q in e["queries"]], counter.decoded - d1)
+                irr.total += counter.floor - fl1
                 replies.update({(f"{name}/{split}", task, r["query_id"]): r["response"] for r in raw})
             times[name] = times.get(name, 0.0) + time.perf_counter() - t0
     return replies

@@ -9,8 +9,8 @@ baselines, both tasks, both splits: 20 cells) and then the sweep of the same fiv
 across all its points, one answering job decoding every distinct (episode, fiche) of all points
 together. Prints both wall times and their ratio (the target: at most 2.5x), and the sweep's
 tokens forwarded against the irreducible count (each transcript once a task and episode, each
-distinct session-B context once, each query prompt and decoded token once a distinct fiche,
-plus what a consolidation forwards beyond the transcript). A random model answers nonsense:
+distinct session-B context once, from it every distinct prefix of its queries and replies once
+(rung1_cpu.Counter), plus what a consolidation forwards beyond the transcript). A random model answers nonsense:
 only the figures of work mean anything.
 """
 
@@ -67,7 +67,7 @@ def run_sweep(bb, config, episodes, decode, systems, budgets, caps, counter, irr
                 if "violation" not in r:
                     points.setdefault((r["budget_point"], r["cap_factor"]), []).append((r, fiches.read_one(r)))
             fresh = registry.build(name, ModelHandle(bb), settings=settings)
-            before = counter.decoded
+            before = counter.floor
             pareto.answer(fresh, b, points, decode)
             seen = {}
             for recs_ in points.values():
@@ -76,8 +76,7 @@ def run_sweep(bb, config, episodes, decode, systems, budgets, caps, counter, irr
             by_ep = {e["episode"]: e for e in b}
             for (episode, _), fiche in seen.items():
                 irr.text(fresh.context(fiche, by_ep[episode]["header"]).text)
-                irr.replies([q["prompt"] for q in by_ep[episode]["queries"]], 0)
-            irr.total += counter.decoded - before
+            irr.total += counter.floor - before  # each distinct context's queries and replies
             distinct += len(seen)
             times[name] = times.get(name, 0.0) + time.perf_counter() - t0
     return distinct
