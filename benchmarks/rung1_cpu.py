@@ -83,6 +83,8 @@ class Counter:
         def counting_groups(backbone, groups, **kw):
             out = generate_groups(backbone, groups, **kw)
             for (_, prompts), gens in zip(groups, out):
+                if not any(g.tokens for g in gens):  # max_new_tokens 0: the group forwards nothing
+                    continue
                 rows = {tuple(p): tuple(g.tokens[:-1]) for p, g in zip(prompts, gens)}  # as decoded: once
                 self.decoded += sum(map(len, rows.values()))
                 self.floor += trie_nodes(p + r for p, r in rows.items())

@@ -105,3 +105,11 @@ def test_a_plugin_in_a_folder_without_init_is_digested(plugin_dir):
     importlib.invalidate_caches()
     code_closure.cache_clear()
     assert {"plugs/my_sys.py", "plugs/helper.py"} <= set(keys("plugs.my_sys"))
+
+
+def test_a_tuning_job_digests_the_tuning_code_and_not_the_harness_or_rung2():
+    """A tuning job's code digest (rules/replay.smk) reaches only what tuning runs: an edit to the
+    harness, the systems or rung 2 must not rerun the GPU jobs."""
+    got = keys("urd.replay.tune")
+    assert "urd/replay/recipe.py" in got and "urd/replay/tune.py" in got
+    assert not [k for k in got if k.startswith(("urd/harness/", "urd/rung2/", "urd/systems/", "urd/controls/"))], got

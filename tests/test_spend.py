@@ -174,7 +174,8 @@ def test_rows_decoded_in_one_batch_are_priced_by_the_longest_row(urd_config):
 
     # t1's transcript is 1,850 tokens: at 10x the cap leaves 16,650 tokens of notes; 960 B: 320
     steps, other = 16650, 16650 * 5 + 320 * 6
-    expected = (6 * 1850 / speed["prefill_tokens_per_s"] + steps * speed["decode_ms_per_token"] / 1000
+    # the transcript read once an episode, the instruction once a note
+    expected = (6 * (1850 + 2 * 30) / speed["prefill_tokens_per_s"] + steps * speed["decode_ms_per_token"] / 1000
                 + other / speed["batch_tokens_per_s"] + speed["startup_s"])
     assert sweep(6, [960, 65536]) == math.ceil(expected)
     # twelve episodes cost the longest note's steps once, not twice

@@ -20,6 +20,8 @@ FICHE_CONTEXT_TOKENS = {"over": 60, "sanity": 400}
 # What a consolidation forwards beyond the transcript (whose state the prefill job computed
 # once): summary writes its notes; the rest read text or an artifact.
 HEADER_TOKENS = 40
+# summary's instruction after the transcript (urd.systems.summary.INSTRUCTION): read once a note
+INSTRUCTION_TOKENS = 30
 
 
 def _speed(config: dict, scale: str) -> dict:
@@ -39,8 +41,9 @@ def _episodes_queries(config: dict, task: str) -> tuple[int, int]:
 
 
 def _seconds(config, scale, prefill=0, decode=0, batched=0) -> int:
-    """prefill: tokens run as sequences; decode: tokens generated one at a time; batched:
-    row-tokens of batched answering (every query of a cell a row); plus the job's start-up."""
+    """prefill: tokens run as sequences; decode: tokens generated one at a time (the steps of a
+    batch); batched: row-tokens that ride along in a batch (every query of a cell a row, or the
+    other rows of a consolidation: `lockstep`); plus the job's start-up."""
     s = _speed(config, scale)
     seconds = (prefill / s["prefill_tokens_per_s"] + decode * s["decode_ms_per_token"] / 1000
                + batched / s["batch_tokens_per_s"] + s.get("startup_s", 10))
@@ -72,7 +75,7 @@ def cell_cpu_seconds(config: dict, scale: str, task: str, step: str, system: str
 
         budget = config["profiles"][config["profile"]]["budgets"].get(split) if split else None
         written = note_tokens(budget, config.get("system_settings", {}).get("summary", {}))
-        return _seconds(config, scale, prefill=eps * 30, **lockstep([written] * eps))  # one batch a cell
+        return _seconds(config, scale, prefill=eps * INSTRUCTION_TOKENS, **lockstep([written] * eps))  # one batch
     if step == "answer":
         context = HEADER_TOKENS + FICHE_CONTEXT_TOKENS.get(split, 400)
         return _seconds(config, scale, prefill=eps * context, batched=rows)

@@ -79,6 +79,12 @@ def recipe_settings(replay: dict, scale: str, name: str, where: str = "config") 
     return merged
 
 
+def dose_out_of_contract(dose: float) -> bool:
+    """A dose past the cap (d > 1) trains more than the contract allows: measured, labelled,
+    never ranked (rung 2's dose summary reads this too, urd.rung2.dose)."""
+    return dose > 1
+
+
 def resolve(settings: dict, name: str, scale: str, transcript_tokens: int, factor: int,
             where: str = "config") -> Recipe:
     key = f"replay.recipes.{name} (scale {scale})"
@@ -95,9 +101,7 @@ def resolve(settings: dict, name: str, scale: str, transcript_tokens: int, facto
     if dose is not None:
         if not dose > 0:
             raise InputError(where, f"{key}.dose", "a positive multiple of the cap", dose)
-        from ..rung2.dose import out_of_contract
-
-        ooc = out_of_contract(dose)
+        ooc = dose_out_of_contract(dose)
         tokens = dose * cap
         if tokens < ctx:  # one shorter step, rather than a step that overshoots the dose
             ctx, steps = max(2, math.floor(tokens)), 1

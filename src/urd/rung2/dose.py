@@ -15,6 +15,7 @@ import re
 
 from ..core.errors import InputError
 from ..harness.fold import _r
+from ..replay.recipe import dose_out_of_contract as out_of_contract
 
 _NAME = re.compile(r"^dose(\d+(?:\.\d+)?)$")
 
@@ -24,12 +25,6 @@ def recipe_name(dose: float) -> str:
     if not dose > 0:
         raise InputError("config", "urd2.dose.doses", "positive multiples of the cap", dose)
     return f"dose{dose:g}"
-
-
-def out_of_contract(dose: float) -> bool:
-    """A dose past the cap (d > 1) trains more than the contract allows: measured, labelled,
-    never ranked (the tuning recipe and the dose summary both read this)."""
-    return dose > 1
 
 
 def dose_of(recipe: str) -> float | None:

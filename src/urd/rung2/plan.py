@@ -140,8 +140,10 @@ def _consolidate_tokens(config: dict, system: str, task: str, budget: int | None
         from ..systems.summary import note_tokens
 
         notes = note_tokens(budget, config.get("system_settings", {}).get("summary", {}))
+        from ..cost.estimate import INSTRUCTION_TOKENS
+
         cap = config["consolidation_factor"] if cap is None else cap
-        return transcript, max(0, min(notes, cap * transcript - transcript))
+        return transcript + INSTRUCTION_TOKENS, max(0, min(notes, cap * transcript - transcript))
     return transcript, 0
 
 
@@ -171,9 +173,9 @@ def sweep_cpu_seconds(config: dict, scale: str, step: str, task: str, system: st
     if step == "consolidate":
         # each transcript read once for every point; summary writes all points' notes in one
         # batch (Summary.consolidate_sweep), the longest setting the steps
-        notes = [_consolidate_tokens(config, system, task, b, c)[1] for b in p["budgets"] for c in p["caps"]]
-        read = transcript if system not in TEXT_SYSTEMS else 0
-        return _seconds(config, scale, prefill=eps * read, **_lockstep(n for n in notes for _ in range(eps)))
+        tokens = [_consolidate_tokens(config, system, task, b, c) for b in p["budgets"] for c in p["caps"]]
+        read = transcript + sum(pre - transcript for pre, _ in tokens) if system not in TEXT_SYSTEMS else 0
+        return _seconds(config, scale, prefill=eps * read, **_lockstep(n for _, n in tokens for _ in range(eps)))
     if step == "answer":
         distinct = points if system not in TEXT_SYSTEMS else len(p["budgets"])
         if system in ("vanilla", "symbolic"):
