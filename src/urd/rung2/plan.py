@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from ..core.errors import InputError
+from ..cost.estimate import INSTRUCTION_TOKENS, QUERY_TOKENS, TRANSCRIPT_TOKENS, _seconds, lockstep
 
 PARTS = ("chains", "pareto", "dose")
 SOURCE = "config/config.yaml (urd2)"
@@ -110,21 +111,7 @@ def dose_recipes(config: dict) -> list[str]:
 
 
 # --- estimates (CPU seconds, for the dry run's spend line) ----------------------------------
-def _seconds(config, scale, prefill=0, decode=0, batched=0) -> int:
-    from ..cost.estimate import _seconds as seconds
-
-    return seconds(config, scale, prefill=prefill, decode=decode, batched=batched)
-
-
-def _lockstep(lengths) -> dict:
-    from ..cost.estimate import lockstep
-
-    return lockstep(lengths)
-
-
 def _task_sizes(config: dict, task: str) -> tuple[int, int]:
-    from ..cost.estimate import QUERY_TOKENS, TRANSCRIPT_TOKENS
-
     t2 = config["tasks"]["t2"]
     queries = config["queries"] if task == "t1" else t2["triggers"] + t2["non_triggers"]
     return TRANSCRIPT_TOKENS[task], queries * (QUERY_TOKENS + config["decode"][task]["max_new_tokens"])
@@ -140,8 +127,6 @@ def _consolidate_tokens(config: dict, system: str, task: str, budget: int | None
         from ..systems.summary import note_tokens
 
         notes = note_tokens(budget, config.get("system_settings", {}).get("summary", {}))
-        from ..cost.estimate import INSTRUCTION_TOKENS
-
         cap = config["consolidation_factor"] if cap is None else cap
         return transcript + INSTRUCTION_TOKENS, max(0, min(notes, cap * transcript - transcript))
     return transcript, 0
@@ -154,7 +139,7 @@ def chain_cpu_seconds(config: dict, scale: str, step: str, task: str, system: st
     transcript, rows = _task_sizes(config, task)
     if step == "consolidate":
         pre, dec = _consolidate_tokens(config, system, task, c["budgets"].get(split))
-        return _seconds(config, scale, prefill=chains * pre, **_lockstep([dec] * chains))  # one batch a boundary
+        return _seconds(config, scale, prefill=chains * pre, **lockstep([dec] * chains))  # one batch a boundary
     if step == "answer":
         if system in ("vanilla", "symbolic"):
             return _seconds(config, scale)
@@ -175,7 +160,7 @@ def sweep_cpu_seconds(config: dict, scale: str, step: str, task: str, system: st
         # batch (Summary.consolidate_sweep), the longest setting the steps
         tokens = [_consolidate_tokens(config, system, task, b, c) for b in p["budgets"] for c in p["caps"]]
         read = transcript + sum(pre - transcript for pre, _ in tokens) if system not in TEXT_SYSTEMS else 0
-        return _seconds(config, scale, prefill=eps * read, **_lockstep(n for _, n in tokens for _ in range(eps)))
+        return _seconds(config, scale, prefill=eps * read, **lockstep(n for _, n in tokens for _ in range(eps)))
     if step == "answer":
         distinct = points if system not in TEXT_SYSTEMS else len(p["budgets"])
         if system in ("vanilla", "symbolic"):
