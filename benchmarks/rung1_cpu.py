@@ -64,15 +64,20 @@ class Counter:
     """Tokens forwarded (the backbone's own count), tokens decoded (from what generation
     returned: every generated token but the last of each reply is forwarded; a prompt repeated
     in a batch group is decoded once) and, for batched decoding, the floor: from each group's
-    state, every distinct prefix of its prompts followed by their replies (but the last token)."""
+    state, every distinct prefix of its prompts followed by their replies (but the last token);
+    and the steps in sequence: each reply token is picked after a forward that waits for the
+    one before it, so a batch takes at least as many forwards as its longest reply has tokens
+    (`steps` sums that over batches: a floor on wall time however rows are batched)."""
 
     def __init__(self, bb: Backbone):
-        self.bb, self.decoded, self.floor = bb, 0, 0
+        self.bb, self.decoded, self.floor, self.steps = bb, 0, 0, 0
         decode_from = bb.decode_from
 
         def counting(*a, **kw):
             gen = decode_from(*a, **kw)
-            self.decoded += max(0, len(gen.tokens) - (0 if kw.get("keep_state", True) else 1))
+            forwarded = max(0, len(gen.tokens) - (0 if kw.get("keep_state", True) else 1))
+            self.decoded += forwarded
+            self.steps += forwarded  # one row: each forward waits for the one before
             return gen
 
         bb.decode_from = counting
@@ -82,6 +87,7 @@ class Counter:
 
         def counting_groups(backbone, groups, **kw):
             out = generate_groups(backbone, groups, **kw)
+            self.steps += max((len(g.tokens) for gens in out for g in gens), default=0)
             for (_, prompts), gens in zip(groups, out):
                 if not any(g.tokens for g in gens):  # max_new_tokens 0: the group forwards nothing
                     continue

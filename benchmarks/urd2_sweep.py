@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from rung1_cpu import BASELINES, SHAPES, Counter, Irreducible, episodes_of, run_batched
 
 from urd.backbone.adapter import Backbone
+from urd.backbone.batch import forward_batch, stack_state
 from urd.backbone.batch import prefill as sequence_prefill
 from urd.backbone.tiny import write_tiny_checkpoint
 from urd.core.config import load_config
@@ -41,9 +42,9 @@ from urd.systems import registry
 SWEEP_BUDGETS = [30, 120, 480, 960, 4096, 16384, 65536]
 
 
-def run_sweep(bb, config, episodes, decode, systems, budgets, caps, counter, irr, times) -> int:
+def run_sweep(bb, config, episodes, decode, systems, budgets, caps, counter, irr, times, steps) -> int:
     """Every point of every system and task; returns the number of distinct fiches decoded.
-    `times` gets each system's wall seconds added under its name."""
+    `times` gets each system's wall seconds added under its name, `steps` its steps in sequence."""
     distinct = 0
     for task, eps in episodes.items():
         a, b = [views.session_a(e) for e in eps], [views.session_b(e) for e in eps]
@@ -53,7 +54,7 @@ def run_sweep(bb, config, episodes, decode, systems, budgets, caps, counter, irr
             cache[ep["episode"]] = (tokens, *sequence_prefill(bb, tokens))
             irr.text(ep["transcript"])
         for name in systems:
-            t0 = time.perf_counter()
+            t0, n0 = time.perf_counter(), counter.steps
             settings = config.get("system_settings", {}).get(name, {})
             handle = ModelHandle(bb)
             for tokens, logits, state in cache.values():
@@ -79,7 +80,19 @@ def run_sweep(bb, config, episodes, decode, systems, budgets, caps, counter, irr
             irr.total += counter.floor - before  # each distinct context's queries and replies
             distinct += len(seen)
             times[name] = times.get(name, 0.0) + time.perf_counter() - t0
+            steps[name] = steps.get(name, 0) + counter.steps - n0
     return distinct
+
+
+def step_seconds(bb, n: int = 20) -> float:
+    """One decoding forward of a single row (the head included), the mean of n after warming up."""
+    st = stack_state(bb.zero_state(), 1)
+    token, rows = torch.zeros(1, dtype=torch.long), torch.arange(1)
+    for i in range(n + 3):
+        if i == 3:
+            t = time.perf_counter()
+        _, st = forward_batch(bb.model, token, st, rows, inplace=True)
+    return (time.perf_counter() - t) / n
 
 
 def main(argv=None) -> int:
@@ -97,28 +110,35 @@ def main(argv=None) -> int:
     print(f"urd rung-2 sweep vs the rung-1 table, random weights, {args.shape} shape, {args.episodes} episodes, "
           f"{args.decode} decoded tokens an answer, CPU fp32, {torch.get_num_threads()} torch threads", flush=True)
     episodes = {t: episodes_of(config, t, args.episodes) for t in ("t1", "t2")}
-    rows, times = [], ({}, {})
+    rows, times, sweep_steps = [], ({}, {}), {}
     for label, fn in (
         ("rung 1 (20 cells + control)", lambda irr: run_batched(bb, config, budgets, episodes, decode, BASELINES,
                                                                 counter, irr, times[0])),
         (f"sweep ({len(BASELINES) * 2 * len(SWEEP_BUDGETS)} points)",
          lambda irr: run_sweep(bb, config, episodes, decode, BASELINES, SWEEP_BUDGETS,
-                               [config["consolidation_factor"]], counter, irr, times[1])),
+                               [config["consolidation_factor"]], counter, irr, times[1], sweep_steps)),
     ):
         irr = Irreducible(bb.tokenizer)
-        f0, d0 = counter.snapshot()
+        (f0, d0), n0 = counter.snapshot(), counter.steps
         t = time.perf_counter()
         out = fn(irr)
         wall = time.perf_counter() - t
         f1, d1 = counter.snapshot()
-        rows.append((label, wall, f1 - f0, d1 - d0, irr.total, out))
+        rows.append((label, wall, f1 - f0, d1 - d0, irr.total, out, counter.steps - n0))
         print(f"  {label}: {wall:.1f} s", flush=True)
-    print(f"\n{'run':34s} {'wall s':>8s} {'forwarded':>10s} {'decoded':>8s} {'irreducible':>11s} {'ratio':>6s}")
-    for label, wall, fwd, dec, irr, _ in rows:
-        print(f"{label:34s} {wall:8.1f} {fwd:10d} {dec:8d} {irr:11d} {fwd / irr:6.2f}")
+    print(f"\n{'run':34s} {'wall s':>8s} {'forwarded':>10s} {'decoded':>8s} {'irreducible':>11s} {'ratio':>6s} "
+          f"{'steps':>7s}")
+    for label, wall, fwd, dec, irr, _, n in rows:
+        print(f"{label:34s} {wall:8.1f} {fwd:10d} {dec:8d} {irr:11d} {fwd / irr:6.2f} {n:7d}")
     ratio = rows[1][1] / rows[0][1]
     print(f"\nsweep / rung 1: {ratio:.2f}x wall time for 3.5x the cells (target <= 2.5x); "
           f"{rows[1][5]} distinct (episode, fiche) contexts decoded")
+    # a floor no batching can beat: the steps in sequence (each batch's longest reply) at one
+    # row's step time; above 2.5x rung 1's time, the target needs a faster step, not less work
+    step = step_seconds(bb)
+    floor = rows[1][6] * step
+    print(f"steps in sequence: the sweep's {rows[1][6]} (summary {sweep_steps.get('summary', 0)}) at one row's step "
+          f"({step * 1e3:.1f} ms, measured now) take at least {floor:.1f} s: {floor / rows[0][1]:.2f}x rung 1's time")
     # where the time goes: each system's share (the rest is the shared prefill; rung 1's
     # control is counted with it), so a ratio driven by one system's notes shows as such
     print(f"\n{'system':12s} {'rung 1 s':>9s} {'sweep s':>8s} {'ratio':>6s}")
