@@ -360,12 +360,29 @@ def test_a_dose_recipe_trains_its_multiple_of_the_cap():
     assert dose.dose_of("dose19.2") == 19.2 and dose.dose_of("replay_banc") is None
 
 
+def test_a_scales_dose_recipe_is_the_one_its_tuning_jobs_train(urd_config):
+    from urd.replay import plan as replay_plan
+    from urd.replay.recipe import recipe_settings
+
+    config = copy.deepcopy(urd_config)
+    config["urd2"]["scales"]["tiny"].setdefault("dose", {})["recipe"] = "replay_tune"
+    plan.check(config)
+    replay = config["replay"]
+    for scale, base in (("tiny", "replay_tune"), ("0.1b", "replay_banc")):
+        assert plan.dose_spec(config, scale)["recipe"] == base  # what the summary names
+        want = {**recipe_settings(replay, scale, base, where="config"), "dose": 2}
+        assert replay_plan.settings(config, scale, "dose2") == want  # what the tuning job trains
+
+
 # --- the config -----------------------------------------------------------------------------
 @pytest.mark.parametrize("edit, field", [
     (lambda u: u["pareto"].update(systems=["replay_tune"]), "urd2.pareto (scale 0.1b).systems"),
     (lambda u: u["scales"]["tiny"]["chains"].update(lengths=[2, 9]), "urd2.chains (scale tiny).lengths"),
     (lambda u: u["chains"].update(sessions=7), "urd2.chains (scale 0.1b).sessions"),
     (lambda u: u["chains"].update(systems=["nonesuch"]), "systems"),
+    # every variant's data is generated: t2's limit binds on the data even where t2 is not evaluated
+    (lambda u: u["data"].update(sessions=7), "urd2.data.sessions"),
+    (lambda u: u["scales"]["tiny"].setdefault("dose", {}).update(recipe="nonesuch"), "urd2.dose (scale tiny).recipe"),
 ])
 def test_a_rung2_config_that_cannot_be_measured_is_refused_naming_the_key(urd_config, edit, field):
     config = copy.deepcopy(urd_config)

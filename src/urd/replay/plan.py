@@ -109,8 +109,10 @@ def settings(config: dict, scale: str, recipe: str) -> dict:
     from ..rung2 import dose
 
     d = dose.dose_of(recipe)
-    if d is not None:
-        base = config.get("urd2", {}).get("dose", {}).get("recipe", "replay_banc")
+    if d is not None:  # the scale's base recipe: urd2.dose.recipe, or its urd2.scales.<scale> override
+        from ..rung2.plan import settings as rung2_settings
+
+        base = rung2_settings(config, scale, "dose")["recipe"]
         return {**recipe_settings(config.get("replay", {}), scale, base, where="config/config.yaml"), "dose": d}
     return recipe_settings(config.get("replay", {}), scale, recipe, where="config/config.yaml")
 

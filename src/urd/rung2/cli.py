@@ -1,21 +1,22 @@
 """The rung-2 jobs, each its own process (rules/urd2.smk calls these).
 
 Chains (urd.rung2.chains), per scale, system, variant and split:
-    python -m urd.rung2 chain-consolidate --checkpoint M --sessions s3.session_a.jsonl [--prior b2/fiches.jsonl] \
-        --variant t1 --system retrieval --split over --budget 120 --boundary 3 --spec S --out b3/fiches.jsonl
+    python -m urd.rung2 chain-consolidate --checkpoint M --sessions s3.session_a.jsonl [--prior b2/fiches.jsonl | --fresh] \
+        --task t1 --system retrieval --split over --budget 120 --boundary 3 --spec S --out b3/fiches.jsonl
     python -m urd.rung2 chain-answer --checkpoint M --prompts s1.session_b.jsonl s2... s3... --fiches b3/fiches.jsonl \
         [--fresh f3/fiches.jsonl] --system retrieval --boundary 3 --spec S --out b3/raw.jsonl
     python -m urd.rung2 chain-control --checkpoint M --sessions s1.session_a.jsonl ... --prompts s1.session_b.jsonl ... --spec S --out raw.jsonl
     python -m urd.rung2 chain-judge --data s1.jsonl ... --raw b1/raw.jsonl ... [--fiches b1/fiches.jsonl ... f2/fiches.jsonl ...] --spec S --out responses.jsonl
-    python -m urd.rung2 chain-summary --cell SYSTEM:VARIANT:SPLIT=responses.jsonl ... --control VARIANT=responses.jsonl ... --spec S --out summary.json
+    python -m urd.rung2 chain-summary --scale tiny --cell SYSTEM:VARIANT:SPLIT=responses.jsonl ... --control VARIANT=responses.jsonl ... \
+        [--static P] --spec S --out summary.json
 The Pareto sweep (urd.rung2.pareto), per scale, system and task:
     python -m urd.rung2 sweep-consolidate --checkpoint M --sessions t1.session_a.jsonl --task t1 --system retrieval --spec S --out fiches.jsonl
     python -m urd.rung2 sweep-answer --checkpoint M --prompts t1.session_b.jsonl --fiches fiches.jsonl --system retrieval --spec S --out raw.jsonl
     python -m urd.rung2 sweep-judge --task t1 --data t1.jsonl --raw raw.jsonl --fiches fiches.jsonl --spec S --out responses.jsonl
-    python -m urd.rung2 sweep-summary --checkpoint M --cell SYSTEM:TASK=responses.jsonl:fiches.jsonl ... --spec S --out summary.json
+    python -m urd.rung2 sweep-summary --checkpoint M --scale tiny --cell SYSTEM:TASK=responses.jsonl ... [--static P] --spec S --out summary.json
 Dose-response (urd.rung2.dose), per scale:
-    python -m urd.rung2 dose --checkpoint M --data t1=... --control t1=... --artifacts artifacts/replay/tiny --spec S \
-        --out summary.json --responses responses.jsonl
+    python -m urd.rung2 dose --checkpoint M --scale tiny --data t1=... [--control t1=...] --artifacts artifacts/replay/tiny \
+        [--static P] --spec S --out summary.json --responses responses.jsonl
 """
 
 from __future__ import annotations

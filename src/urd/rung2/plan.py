@@ -39,6 +39,7 @@ def check(config: dict) -> None:
 
     data = config["urd2"]["data"]
     plugins = config.get("plugins")
+    check_sessions("t2", data["sessions"])  # every variant's data is generated, t2's included
     for scale in config["backbones"]:
         c = settings(config, scale, "chains")
         where = f"urd2.chains (scale {scale})"
@@ -49,8 +50,6 @@ def check(config: dict) -> None:
         late = [n for n in c["lengths"] if n > c["sessions"]]
         if late:
             raise InputError(SOURCE, f"{where}.lengths", f"lengths up to sessions = {c['sessions']}", late[0])
-        for v in c["variants"]:
-            check_sessions(v, c["sessions"])
         p = settings(config, scale, "pareto")
         if p["episodes"] > config["episodes"]:
             raise InputError(SOURCE, f"urd2.pareto (scale {scale}).episodes", f"at most episodes = {config['episodes']}",
@@ -66,8 +65,8 @@ def check(config: dict) -> None:
         if d["episodes"] > config["episodes"]:
             raise InputError(SOURCE, f"urd2.dose (scale {scale}).episodes", f"at most episodes = {config['episodes']}",
                              d["episodes"])
-    if config["urd2"]["dose"]["recipe"] not in config.get("replay", {}).get("recipes", {}):
-        raise InputError(SOURCE, "urd2.dose.recipe", "a recipe of replay.recipes", config["urd2"]["dose"]["recipe"])
+        if d["recipe"] not in config.get("replay", {}).get("recipes", {}):
+            raise InputError(SOURCE, f"urd2.dose (scale {scale}).recipe", "a recipe of replay.recipes", d["recipe"])
 
 
 # --- specs ----------------------------------------------------------------------------------
