@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -57,6 +58,13 @@ def vanilla_built(tmp_path_factory):
     wf = copy_workflow(tmp_path_factory.mktemp("vanilla") / "wf")
     snakemake(wf, "results/urd/tiny/summary.json", *REDUCED, "systems=[vanilla]", check=True)
     return wf
+
+
+def readme_plugin() -> str:
+    """The README's example system (my_systems.py), as a reader would copy it."""
+    block = re.search(r"```python\n(# my_systems\.py\n.*?)```", (REPO / "README.md").read_text(), re.S)
+    assert block, "README lost its example system"
+    return block.group(1)
 
 
 def copy_of(built: Path, dest: Path) -> Path:

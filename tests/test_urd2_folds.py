@@ -140,11 +140,11 @@ def test_select_keeps_the_first_chains():
 
 
 # --- the Pareto sweep -----------------------------------------------------------------------
-def _sweep_records():
+def _sweep_records(ooc=False):
     out = []
     for ep, (fiche, metered, correct) in enumerate(((100, 10, 4), (300, 30, 1))):
         out += _t1(ep, correct, budget_point=480, cap_factor=10, fiche_bytes=fiche, metered_tokens=metered,
-                   sandbox_answer="bwrap")
+                   sandbox_answer="bwrap", out_of_contract=ooc)
     return out
 
 
@@ -163,9 +163,12 @@ def test_the_sweep_refuses_replies_for_other_points_and_a_fiche_file_without_its
     with pytest.raises(InputError, match="replies for the 2 qualified points"):
         pareto.judge("t1", [], _sweep_records(), {(480, 10): [], (960, 10): []}, "mine", "raw")
     bad = tmp_path / "fiches.jsonl"
-    atomic_write_jsonl(bad, [{"budget_point": 480, "cap_factor": 10, "violation": "v"}, {"budget_point": 480,
-                                                                                       "violation": "v"}])
+    v = {"budget_point": 480, "cap_factor": 10, "violation": "v", "out_of_contract": False}
+    atomic_write_jsonl(bad, [v, {"budget_point": 480, "violation": "v"}])
     with pytest.raises(InputError, match="line 2: expected budget_point and cap_factor"):
+        pareto.read_points(bad)
+    atomic_write_jsonl(bad, [v, {**v, "cap_factor": 0, "out_of_contract": None}])
+    with pytest.raises(InputError, match="line 2: expected a violation record"):
         pareto.read_points(bad)
     with pytest.raises(InputError, match="episode 5"):
         pareto.answer(None, [{"episode": 0}], {(480, 10): [({"episode": 5, "fiche_sha256": "x"}, b"")]}, None)
@@ -188,10 +191,27 @@ def test_a_dose_point_reports_the_trigger_rates_their_difference_and_the_measure
 # --- the offline rescore --------------------------------------------------------------------
 def _sweep_summary(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # a summary names its inputs from the directory it ran in
-    atomic_write_jsonl("mine.jsonl", [*_sweep_records(), {"budget_point": 480, "cap_factor": 0, "violation": "v"}])
-    saved = summaries.sweep_summary({"mine:t1": "mine.jsonl"}, {"mine": False}, 1000, [480], [0, 10], BOOT)
+    atomic_write_jsonl("mine.jsonl", [*_sweep_records(), {"budget_point": 480, "cap_factor": 0, "violation": "v",
+                                                          "out_of_contract": False}])
+    saved = summaries.sweep_summary({"mine:t1": "mine.jsonl"}, 1000, [480], [0, 10], BOOT)
     (tmp_path / "summary.json").write_text(json.dumps(saved))
     return tmp_path / "summary.json"
+
+
+def test_a_sweep_is_labelled_out_of_contract_by_its_records_and_mixed_labels_are_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    violation = {"budget_point": 480, "cap_factor": 0, "violation": "v"}
+    atomic_write_jsonl("t1.jsonl", [*_sweep_records(ooc=True), {**violation, "out_of_contract": True}])
+    atomic_write_jsonl("t2.jsonl", [{**violation, "task": "t2", "out_of_contract": True}])
+    out = summaries.sweep_summary({"mine:t1": "t1.jsonl", "mine:t2": "t2.jsonl"}, 1000, [480], [0, 10], BOOT)
+    assert out["provenance"]["out_of_contract"] == {"mine": True}
+    assert [p["out_of_contract"] for t in ("t1", "t2") for p in out["tasks"][t]["points"]] == [True] * 3
+    atomic_write_jsonl("t2.jsonl", [{**violation, "out_of_contract": False}])  # the other task says otherwise
+    with pytest.raises(InputError, match="t2.jsonl: out_of_contract: expected the label mine's other sweeps carry"):
+        summaries.sweep_summary({"mine:t1": "t1.jsonl", "mine:t2": "t2.jsonl"}, 1000, [480], [0, 10], BOOT)
+    atomic_write_jsonl("t1.jsonl", [*_sweep_records(ooc=True), {**violation, "out_of_contract": False}])
+    with pytest.raises(InputError, match="t1.jsonl: out_of_contract: expected one label"):
+        summaries.sweep_summary({"mine:t1": "t1.jsonl"}, 1000, [480], [0, 10], BOOT)
 
 
 def test_the_rescore_is_identical_on_untouched_files_and_names_each_kind_of_change(tmp_path, monkeypatch):

@@ -11,18 +11,11 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REDUCED, REPO, copy_of, snakemake
+from conftest import REDUCED, REPO, copy_of, readme_plugin, snakemake
 
 pytestmark = pytest.mark.slow  # every test here runs Snakemake
 
 TINY = "results/urd/tiny/summary.json"
-
-
-def readme_plugin() -> str:
-    text = (REPO / "README.md").read_text()
-    block = re.search(r"```python\n(# my_systems\.py\n.*?)```", text, re.S)
-    assert block, "README lost its example system"
-    return block.group(1)
 
 
 @pytest.fixture()

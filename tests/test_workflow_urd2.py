@@ -7,22 +7,23 @@ import json
 import os
 
 import pytest
-from conftest import REPO, needs_sandbox, snakemake
+from conftest import REPO, needs_sandbox, readme_plugin, snakemake
 
 pytestmark = pytest.mark.slow
 
 # The reduced profile: two chains of three T1 sessions, one model-free system plus the cheat, a
-# sweep of three budgets x two caps on one episode, one dose of one task (T2 chains and the
-# other variants: tests/test_urd2.py, through the same harness in one process).
+# sweep of three budgets x two caps on one episode (the README's example plug-in among its
+# systems), one dose of one task (T2 chains and the other variants: tests/test_urd2.py, through
+# the same harness in one process).
 REDUCED_URD2 = """
-plugins: {chain_reread: "cheats:ChainReread"}
+plugins: {chain_reread: "cheats:ChainReread", head: "my_systems:Head"}
 publish: {urd2: [chains, pareto, dose]}
 urd2:
   scales:
     tiny:
       chains: {chains: 2, sessions: 3, lengths: [2, 3], variants: [t1],
                systems: [symbolic, chain_reread], budgets: {two: 1280}}
-      pareto: {tasks: [t1], episodes: 1, systems: [vanilla, symbolic, gzip_tail],
+      pareto: {tasks: [t1], episodes: 1, systems: [vanilla, symbolic, gzip_tail, head],
                budgets: [80, 640, 960], caps: [0, 10]}
       dose: {tasks: [t2], episodes: 1, doses: [0.5]}
     0.1b:
@@ -44,12 +45,14 @@ def built(tmp_path_factory):
 
     wf = copy_workflow(tmp_path_factory.mktemp("urd2") / "wf")
     (wf / "reduced.yaml").write_text(REDUCED_URD2)
+    (wf / "my_systems.py").write_text(readme_plugin())
     box = "off" if sandbox.unavailable() else "required"
     snakemake(wf, *_args(box), check=True, env=ENV)
     return wf, box
 
 
-ENV = {**os.environ, "PYTHONPATH": str(REPO / "tests")}  # the cheat plug-in's module
+# the cheat plug-in's module, and the workflow's own folder (every job runs there) for my_systems
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join((str(REPO / "tests"), "."))}
 
 
 def _args(box):
@@ -98,7 +101,12 @@ def test_the_sweep_frontier_is_the_one_arithmetic_predicts(built):
     assert {k: (q["score"], q["bits"], q["flops"]) for k, q in sym.items()} == {
         (80, 0): (0.75, 640, 0), (80, 10): (0.75, 640, 0), (640, 0): (1, 5120, 0), (640, 10): (1, 5120, 0),
         (960, 0): (1, 5120, 0), (960, 10): (1, 5120, 0)}
-    # vanilla (nothing crosses, nothing spent) and every symbolic point; gzip_tail scores 0 with bits
+    # a plug-in goes through the sweep as a built-in does: every point scored and weighed, labelled
+    # in contract from its own consolidation records
+    head = [q for q in t1["points"] if q["system"] == "head"]
+    assert len(head) == 6 and all(q["status"] == "ok" and q["bits"] > 0 for q in head)
+    assert p["provenance"]["out_of_contract"] == {s: False for s in ("vanilla", "symbolic", "gzip_tail", "head")}
+    # vanilla (nothing crosses, nothing spent) and every symbolic point; gzip_tail and head score 0 with bits
     on = sorted(f"{q['system']} {q['budget_bytes']}@{q['cap_factor']}" for q in t1["points"] if q["frontier"])
     assert on == sorted(f"{s} {b}@{c}" for s in ("symbolic", "vanilla") for b in (80, 640, 960) for c in (0, 10))
     assert p["n_params"] > 0 and "2 x N" in p["flops_formula"]

@@ -184,23 +184,20 @@ def cmd_sweep_judge(args, spec):
     points, violations = pareto.read_points(args.fiches)
     system = next((recs[0][0]["system"] for recs in points.values()), args.fiches)
     out = pareto.judge(args.task, select(read_jsonl(args.data), spec), read_jsonl(args.raw), points, system, args.raw)
-    out += [{"system": system, "task": args.task, "budget_point": b, "cap_factor": c, "violation": v}
-            for (b, c), v in sorted(violations.items())]
+    out += [{"system": system, "task": args.task, "budget_point": b, "cap_factor": c, "violation": v["violation"],
+             "out_of_contract": v["out_of_contract"]} for (b, c), v in sorted(violations.items())]
     atomic_write_jsonl(args.out, labelled(out, "sandbox_judge"))
     return f"judged {len(out)} replies into {args.out}"
 
 
 def cmd_sweep_summary(args, spec):
-    from ..systems import registry
     from ..tables.bootstrap import Bootstrap
     from . import flops
     from .summaries import sweep_summary
 
     boot = Bootstrap(**{k: spec["bootstrap"][k] for k in ("resamples", "level", "seed")})
     cells = _pairs(args.cell, "--cell")
-    systems = {key.split(":")[0] for key in cells}
-    ooc = {s: bool(getattr(registry.resolve(s, spec.get("plugins")), "out_of_contract", False)) for s in systems}
-    out = sweep_summary(cells, ooc, flops.parameter_count(args.checkpoint), spec["budgets"], spec["caps"], boot)
+    out = sweep_summary(cells, flops.parameter_count(args.checkpoint), spec["budgets"], spec["caps"], boot)
     out = {"suite": out["suite"], "scale": args.scale, **out}
     out["provenance"] = {**_static(spec, args), **out["provenance"]}
     atomic_write_json(args.out, out)

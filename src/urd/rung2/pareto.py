@@ -42,15 +42,16 @@ def consolidate(system, task: str, sessions: list[dict], budgets: list[int], cap
     out = []
     for (budget, cap), recs in zip(points, done):
         point = {"budget_point": budget, "cap_factor": cap}
-        if isinstance(recs, BudgetViolation):
-            out.append({**point, "system": system.name, "task": task, "violation": str(recs)})
+        if isinstance(recs, BudgetViolation):  # labelled as a fiche record is: the summary reads it here
+            out.append({**point, "system": system.name, "task": task, "violation": str(recs),
+                        "out_of_contract": bool(system.out_of_contract)})
         else:
             out += [{**r, **point} for r in recs]
     return out
 
 
-def read_points(path) -> tuple[dict[tuple[int, int], list[tuple[dict, bytes]]], dict[tuple[int, int], str]]:
-    """({point: [(record, fiche)]}, {point: violation}) from a sweep's fiche file."""
+def read_points(path) -> tuple[dict[tuple[int, int], list[tuple[dict, bytes]]], dict[tuple[int, int], dict]]:
+    """({point: [(record, fiche)]}, {point: its violation record}) from a sweep's fiche file."""
     from ..core.io import read_jsonl
 
     points: dict[tuple[int, int], list[tuple[dict, bytes]]] = defaultdict(list)
@@ -60,7 +61,10 @@ def read_points(path) -> tuple[dict[tuple[int, int], list[tuple[dict, bytes]]], 
         if not all(isinstance(x, int) for x in key):
             raise InputError(path, f"line {n}", "budget_point and cap_factor (integers)", key)
         if "violation" in rec:
-            violations[key] = rec["violation"]
+            if not isinstance(rec.get("violation"), str) or not isinstance(rec.get("out_of_contract"), bool):
+                raise InputError(path, f"line {n}", "a violation record: violation (text) and out_of_contract (true or false)",
+                                 {k: rec.get(k) for k in ("violation", "out_of_contract")})
+            violations[key] = rec
         else:
             points[key].append((rec, fiches.read_one(rec, path, n)))
     return dict(points), violations

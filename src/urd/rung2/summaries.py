@@ -59,15 +59,24 @@ def chain_summary(cells: dict[str, str], controls: dict[str, str], sessions: int
                            "inputs": dict(sorted(inputs.items()))}}
 
 
-def sweep_summary(cells: dict[str, str], out_of_contract: dict[str, bool], n_params: int, budgets: list[int],
-                  caps: list[int], boot) -> dict:
-    """cells: {"system:task": judged responses path (violations included)}."""
+def sweep_summary(cells: dict[str, str], n_params: int, budgets: list[int], caps: list[int], boot) -> dict:
+    """cells: {"system:task": judged responses path (violations included)}. Whether a system ran
+    out of contract is what its consolidation records say (every judged reply and violation
+    carries it), as the chains' summary reads it: no system's code is loaded here."""
     from . import flops, pareto
 
     tasks: dict = {}
+    out_of_contract: dict[str, bool] = {}
     for key, path in cells.items():
         system, task = key.split(":")
         recs = _read(path)
+        labels = {r.get("out_of_contract") for r in recs}
+        if len(labels) != 1 or not isinstance(next(iter(labels)), bool):
+            raise InputError(path, "out_of_contract", f"one label (true or false) on every record of {system}",
+                             sorted(map(str, labels)))
+        label = labels.pop()
+        if out_of_contract.setdefault(system, label) != label:
+            raise InputError(path, "out_of_contract", f"the label {system}'s other sweeps carry", label)
         violations = {(r["budget_point"], r["cap_factor"]): r["violation"] for r in recs if "violation" in r}
         answered = [r for r in recs if "violation" not in r]
         points = pareto.fold_system(task, answered, violations, n_params, boot, system, out_of_contract[system])
@@ -102,8 +111,8 @@ def rescore(path: str | Path) -> list[str]:
         figures = "systems"
     elif suite == "urd2-pareto":
         b = saved["bootstrap"]
-        fresh = sweep_summary(prov["cells"], prov["out_of_contract"], saved["n_params"], saved["budgets"],
-                              saved["caps"], Bootstrap(b["resamples"], b["level"], b["seed"]))
+        fresh = sweep_summary(prov["cells"], saved["n_params"], saved["budgets"], saved["caps"],
+                              Bootstrap(b["resamples"], b["level"], b["seed"]))
         figures = "tasks"
     else:
         raise InputError(path, "suite", "urd2-chains or urd2-pareto (the dose summary is not rescored offline)", suite)
