@@ -28,11 +28,13 @@ configfile: "config/config.yaml"
 
 
 try:
-    validate_config(config, "config/schema.yaml", source="config/config.yaml (+ --config)")
+    validate_config(
+        config, "config/schema.yaml", source="config/config.yaml (+ --configfile, --config)"
+    )
     validate_section(
         config["agentmem"],
         "config/agentmem.schema.yaml",
-        "config/agentmem.yaml (+ --config)",
+        "config/agentmem.yaml (+ --configfile, --config)",
         "agentmem",
     )
 except UrdError as exc:  # one line naming the key, not a traceback

@@ -8,9 +8,13 @@
 # A system that does not exist or lacks the interface fails here, before any model is loaded,
 # and so does every registered plug-in, listed or not.
 for _name in SYSTEMS:
-    W.resolve_system(_name, config["plugins"], source="config/config.yaml (systems)")
+    W.resolve_system(
+        _name, config["plugins"], source="config/config.yaml (+ --configfile, --config)"
+    )
 for _name in config["plugins"]:
-    W.resolve_system(_name, config["plugins"], source="config/config.yaml (plugins)")
+    W.resolve_system(
+        _name, config["plugins"], source="config/config.yaml (+ --configfile, --config)"
+    )
 
 
 wildcard_constraints:

@@ -22,7 +22,7 @@ CASES = ("reader", "mid-trip")
 #: A model name as a target path segment: no slash, no spaces.
 MODEL_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 STORE_PATTERN = registry.NAME_PATTERN
-SOURCE = "config/agentmem.yaml (+ --config)"
+SOURCE = "config/agentmem.yaml (+ --configfile, --config)"
 
 
 def settings_json(agentmem: Mapping) -> str:

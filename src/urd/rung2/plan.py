@@ -15,7 +15,7 @@ from ..core.errors import InputError
 from ..cost.estimate import INSTRUCTION_TOKENS, QUERY_TOKENS, TRANSCRIPT_TOKENS, _seconds, lockstep
 
 PARTS = ("chains", "pareto", "dose")
-SOURCE = "config/config.yaml (urd2)"
+SOURCE = "config/config.yaml (+ --configfile, --config)"
 # systems that never run the model while consolidating (estimates only)
 TEXT_SYSTEMS = frozenset({"vanilla", "gzip_tail", "retrieval", "symbolic"})
 

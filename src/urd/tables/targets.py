@@ -10,7 +10,7 @@ TABLES = "results/urd/tables"
 FIGURES = "results/urd/figures"
 
 
-def published_scales(config: dict, source: str = "config/config.yaml (+ --config)") -> list[str]:
+def published_scales(config: dict, source: str = "config/config.yaml (+ --configfile, --config)") -> list[str]:
     scales = list(config["publish"]["scales"])
     unknown = [s for s in scales if s not in config["backbones"]]
     if unknown:
