@@ -300,6 +300,27 @@ def test_a_sweep_written_in_one_batch_gives_each_points_fiches_tokens_and_violat
     assert min(r["token_cap"] - r["metered_tokens"] for r in kept[3]) <= 1
 
 
+class _Overspill(MemorySystem):
+    """Exempt from the token cap (a diagnostic), never from the byte budget."""
+
+    name = "overspill"
+    out_of_contract = True
+
+    def consolidate(self, transcript, budget_bytes):
+        return b"x" * (budget_bytes + 1)
+
+    def answer(self, fiche, query, header):
+        return "NONE"
+
+
+def test_a_disqualified_point_carries_its_systems_contract_label(tiny_backbone, urd_config):
+    from urd.data import calibrate, views
+
+    a = [views.session_a(calibrate.t1_episode(urd_config, 0))]
+    (rec,) = pareto.consolidate(_Overspill(ModelHandle(tiny_backbone)), "t1", a, [80], [10])
+    assert "over the 80-byte budget" in rec["violation"] and rec["out_of_contract"] is True  # the summary's label
+
+
 class _SharedWork(MemorySystem):
     """A sweep that reads one shared prompt for all its points, scoped to none of them."""
 
