@@ -103,14 +103,18 @@ def uninterrupted(tmp_path_factory):
     at once, each against its own server (they wait on sockets as much as they compute)."""
     from concurrent.futures import ThreadPoolExecutor
 
+    suites = ("trip-vs-move", "update-gate", "planting")
+    # folders made here, not in the threads: the factory's first call makes the session's base
+    # folder, and two threads making it at once made two
+    folders = {suite: tmp_path_factory.mktemp(suite) for suite in suites}
+
     def one(suite):
-        tmp = tmp_path_factory.mktemp(suite)
+        tmp = folders[suite]
         with MessagesServer(api_for(suite), lifetime_s=300) as server:
             done = run_through(suite, tmp, server)
         assert done.returncode == 0, done.stderr[-2000:]
         return suite, (report_of(tmp), server.billed_requests(), server)
 
-    suites = ("trip-vs-move", "update-gate", "planting")
     with ThreadPoolExecutor(len(suites)) as pool:
         return dict(pool.map(one, suites))
 
@@ -177,9 +181,10 @@ def killed_runs(tmp_path_factory):
     wait on sockets and on their own start-up as much as they compute)."""
     from concurrent.futures import ThreadPoolExecutor
 
+    folders = {kill: tmp_path_factory.mktemp(f"{kill[0]}-{kill[1]}".replace(":", "-")) for kill in KILLS}  # as above
+
     def one(kill):
-        suite, where = kill
-        return kill, kill_and_rerun(suite, where, tmp_path_factory.mktemp(f"{suite}-{where}".replace(":", "-")))
+        return kill, kill_and_rerun(*kill, folders[kill])
 
     with ThreadPoolExecutor(4) as pool:
         return dict(pool.map(one, KILLS))
