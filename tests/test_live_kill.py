@@ -239,14 +239,18 @@ def test_an_interrupted_poll_says_which_batch_it_left_and_how_to_cancel_it(tmp_p
     api = api_for("update-gate")
     api.batch_polls = 10**6
     with MessagesServer(api, lifetime_s=120) as server:
-        proc = subprocess.Popen(command("update-gate", tmp_path), env=env(server), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, cwd=REPO)
+        proc = subprocess.Popen(command("update-gate", tmp_path), env={**env(server), "PYTHONFAULTHANDLER": "1"},
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
         start = time.monotonic()
         while not any(n >= 2 for n in list(api.polls.values())):
             assert proc.poll() is None and time.monotonic() - start < 60
             time.sleep(0.01)
         proc.send_signal(signal.SIGINT)  # Ctrl-C
-        _, err = proc.communicate(timeout=30)
+        try:
+            _, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:  # where it hangs: faulthandler prints every thread's stack on SIGABRT
+            proc.send_signal(signal.SIGABRT)
+            pytest.fail(f"still running 30 s after Ctrl-C; its stacks:\n{proc.communicate(timeout=30)[1][-6000:]}")
     assert proc.returncode != 0
     assert "message batch msgbatch_1 left in progress (interrupted)" in err, err[-1500:]
     assert "python -m urd.agentmem batches cancel msgbatch_1" in err
