@@ -239,8 +239,11 @@ def test_an_interrupted_poll_says_which_batch_it_left_and_how_to_cancel_it(tmp_p
     api = api_for("update-gate")
     api.batch_polls = 10**6
     with MessagesServer(api, lifetime_s=120) as server:
+        # Ctrl-C as a terminal sends it: a test run started in the background (no job control)
+        # inherits SIGINT ignored, and Python then keeps ignoring it, so the run starts with the default
         proc = subprocess.Popen(command("update-gate", tmp_path), env={**env(server), "PYTHONFAULTHANDLER": "1"},
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         start = time.monotonic()
         while not any(n >= 2 for n in list(api.polls.values())):
             assert proc.poll() is None and time.monotonic() - start < 60
