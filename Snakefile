@@ -11,7 +11,13 @@ from pathlib import Path
 
 import urd
 from snakemake.exceptions import WorkflowError
-from urd.workflow import UrdError, register_spend_preview, validate_config, validate_section
+from urd.workflow import (
+    UrdError,
+    merged_source,
+    register_spend_preview,
+    validate_config,
+    validate_section,
+)
 
 # A checkout's rules must run its own package: an editable install of another clone would
 # compute (and digest) other code without a word.
@@ -28,13 +34,11 @@ configfile: "config/config.yaml"
 
 
 try:
-    validate_config(
-        config, "config/schema.yaml", source="config/config.yaml (+ --configfile, --config)"
-    )
+    validate_config(config, "config/schema.yaml", source=merged_source())
     validate_section(
         config["agentmem"],
         "config/agentmem.schema.yaml",
-        "config/agentmem.yaml (+ --configfile, --config)",
+        merged_source("config/agentmem.yaml"),
         "agentmem",
     )
 except UrdError as exc:  # one line naming the key, not a traceback

@@ -8,13 +8,9 @@
 # A system that does not exist or lacks the interface fails here, before any model is loaded,
 # and so does every registered plug-in, listed or not.
 for _name in SYSTEMS:
-    W.resolve_system(
-        _name, config["plugins"], source="config/config.yaml (+ --configfile, --config)"
-    )
+    W.resolve_system(_name, config["plugins"], source=W.merged_source())
 for _name in config["plugins"]:
-    W.resolve_system(
-        _name, config["plugins"], source="config/config.yaml (+ --configfile, --config)"
-    )
+    W.resolve_system(_name, config["plugins"], source=W.merged_source())
 
 
 wildcard_constraints:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..core.config import merged_source
 from ..core.io import canonical_json
 from ..cost import agentmem as estimate_mod
 from ..stores import registry
@@ -22,7 +23,7 @@ CASES = ("reader", "mid-trip")
 #: A model name as a target path segment: no slash, no spaces.
 MODEL_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 STORE_PATTERN = registry.NAME_PATTERN
-SOURCE = "config/agentmem.yaml (+ --configfile, --config)"
+SOURCE = merged_source("config/agentmem.yaml")
 
 
 def settings_json(agentmem: Mapping) -> str:

@@ -21,6 +21,12 @@ DEFAULT_CONFIG = Path("config/config.yaml")
 DEFAULT_SCHEMA = Path("config/schema.yaml")
 
 
+def merged_source(path: str | Path = DEFAULT_CONFIG) -> str:
+    """How an error names a key of the workflow's config: the shipped file, or what a run laid
+    over it (Snakemake merges --configfile and --config into one dict, so which is unknown)."""
+    return f"{path} (+ --configfile, --config)"
+
+
 def _key_path(error, prefix: str = "") -> str:
     parts = ([prefix] if prefix else []) + [str(p) for p in error.absolute_path]
     return ".".join(parts) if parts else "<top level>"

@@ -48,10 +48,10 @@ def data_spec(config: dict) -> dict:
             "chains": config["urd2"]["data"]}
 
 
-def check_sessions(variant: str, sessions: int, key: str = "urd2.data.sessions") -> None:
+def check_sessions(variant: str, sessions: int) -> None:
     """Variant t2 gives each session its own category: no more sessions than categories."""
     if variant == "t2" and sessions > len(t2.CATEGORIES):
-        raise InputError("config", key,
+        raise InputError("config", "urd2.data.sessions",
                          f"at most {len(t2.CATEGORIES)} sessions for variant t2 (each its own category; "
                          "t2_conflict has no such limit)", sessions)
 

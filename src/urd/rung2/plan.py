@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import math
 
+from ..core.config import merged_source
 from ..core.errors import InputError
 from ..cost.estimate import INSTRUCTION_TOKENS, QUERY_TOKENS, TRANSCRIPT_TOKENS, _seconds, lockstep
 
 PARTS = ("chains", "pareto", "dose")
-SOURCE = "config/config.yaml (+ --configfile, --config)"
+SOURCE = merged_source()
 # systems that never run the model while consolidating (estimates only)
 TEXT_SYSTEMS = frozenset({"vanilla", "gzip_tail", "retrieval", "symbolic"})
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 
+from ..core.config import merged_source
 from ..core.errors import InputError
 
 TABLES = "results/urd/tables"
 FIGURES = "results/urd/figures"
 
 
-def published_scales(config: dict, source: str = "config/config.yaml (+ --configfile, --config)") -> list[str]:
+def published_scales(config: dict, source: str = merged_source()) -> list[str]:
     scales = list(config["publish"]["scales"])
     unknown = [s for s in scales if s not in config["backbones"]]
     if unknown:

@@ -21,6 +21,7 @@ _NAMES = {
     "controls_cpu_seconds": ("urd.cost.estimate", "controls_cpu_seconds"),
     "data_spec": ("urd.data.calibrate", "data_spec"),
     "dose": ("urd.rung2.dose", None),
+    "merged_source": ("urd.core.config", "merged_source"),
     "read_manifest": ("urd.core.manifest", "read_manifest"),
     "register_spend_preview": ("urd.cost.spend", "register_spend_preview"),
     "replay_plan": ("urd.replay.plan", None),
