@@ -26,6 +26,22 @@ def bb(ckpt):
     return Backbone.load(ckpt)
 
 
+@pytest.fixture(params=["mkl", "packed"])
+def stepping(request, bb, ckpt, monkeypatch):
+    """The backbone as the 0.1B shape and up step it (each block's projections through oneDNN's
+    packed weights: batch._step_weights), and as tiny does (MKL): tiny is below PACK_MIN_EMBD."""
+    if request.param == "mkl":
+        assert not batch._step_weights(bb.model)["blocks.0.att.key.weight"].is_mkldnn
+        return bb
+    if not torch.backends.mkldnn.is_available():
+        pytest.skip("no oneDNN in this torch build")
+    monkeypatch.setattr(batch, "PACK_MIN_EMBD", bb.n_embd)
+    packed = Backbone.load(ckpt)
+    weights = batch._step_weights(packed.model)
+    assert all(weights[f"blocks.{i}.{p}"].is_mkldnn for i in range(packed.n_layer) for p in batch._PROJECTIONS)
+    return packed
+
+
 @pytest.fixture(scope="module")
 def episodes(urd_config):
     return {(task, i): make(urd_config, i) for task, make in
@@ -44,8 +60,8 @@ def state_bytes(bb, state):
 
 @pytest.mark.parametrize("task", ["t1", "t2"])
 @pytest.mark.parametrize("episode", EPISODES)
-def test_episode_prompts_match_the_sequential_decoder(bb, episodes, task, episode):
-    ep = episodes[(task, episode)]
+def test_episode_prompts_match_the_sequential_decoder(stepping, episodes, task, episode):
+    bb, ep = stepping, episodes[(task, episode)]
     prompts = [bb.tokenizer.encode(q["prompt"]) for q in ep["queries"]]
     _, after_transcript = bb.prefill(bb.tokenizer.encode(ep["transcript"]))
     # no stop string: a random model never writes the harness's "\n" anyway, so every row runs
@@ -57,11 +73,11 @@ def test_episode_prompts_match_the_sequential_decoder(bb, episodes, task, episod
         assert all(len(g.tokens) == 12 and g.stop_reason == MAX_NEW_TOKENS for g in got)
 
 
-def test_stop_strings_end_rows_at_different_steps(bb, episodes):
+def test_stop_strings_end_rows_at_different_steps(stepping, episodes):
     """A random model never writes "\\n"; stop strings it does write ("k", "A" in some replies,
     at different places) make rows stop at different steps and leave the batch while others go
     on."""
-    ep = episodes[("t1", 0)]
+    bb, ep = stepping, episodes[("t1", 0)]
     prompts = [bb.tokenizer.encode(q["prompt"]) for q in ep["queries"]]
     _, st = bb.prefill(bb.tokenizer.encode(ep["transcript"]))
     stop = ("k", "A")
@@ -97,7 +113,8 @@ def test_ties_go_to_the_lowest_id(ckpt):
     assert generate_batch(bb, prompts, None, max_new_tokens=4, stop=("\n",)) == want
 
 
-def test_first_step_matches_forward_one_row_by_row(bb):
+def test_first_step_matches_forward_one_row_by_row(stepping):
+    bb = stepping
     texts = ["Record: the code for jijip is ZXGC9Y7YDGQN.\n", "In: Note the clamp.\nOut:", "x"]
     states = [bb.prefill(bb.tokenizer.encode(t))[1] for t in texts] + [bb.zero_state()]
     tokens = [bb.tokenizer.encode(" A")[0], 0, 65535, 1234]

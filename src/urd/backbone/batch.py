@@ -15,7 +15,8 @@ Numerics: the operations are the package's, except that the WKV update multiplie
 by its rank-1 term as two matrix-vector products where the package forms the N x N matrix
 (N^2 instead of N^3 operations); a sequence pass of 16 tokens or more sums the same recurrence
 chunk by chunk (urd.backbone.wkv_chunked); a [B, C] @ [C, D] product may also round
-differently from a [C] @ [C, D] one, and a prompt's last tokens go step by step here where
+differently from a [C] @ [C, D] one (on the CPU a step's products run through oneDNN over
+weights packed once: `_step_weights`), and a prompt's last tokens go step by step here where
 `generate` runs the whole prompt through `forward_seq`. Logits agree to ~1e-5; a greedy token
 can only differ on a near-tie, which tests/test_backbone_batch.py, benchmarks/rung1_cpu.py and
 benchmarks/batch_equivalence.py count against the sequential decoder.
@@ -48,10 +49,10 @@ def _tmix_inputs(layer_id, H, N, x, xx, v_first, x_r, x_w, x_k, x_v, x_a, x_g, w
     xr, xw, xk = x + xx * x_r, x + xx * x_w, x + xx * x_k
     xv, xa, xg = x + xx * x_v, x + xx * x_a, x + xx * x_g
 
-    r = xr @ R_
+    r = _mm(xr, R_)
     w = torch.tanh(xw @ w1) @ w2
-    k = xk @ K_
-    v = xv @ V_
+    k = _mm(xk, K_)
+    v = _mm(xv, V_)
     a = torch.sigmoid(a0 + (xa @ a1) @ a2)
     g = torch.sigmoid(xg @ g1) @ g2
 
@@ -87,7 +88,7 @@ def _tmix(inplace: bool, layer_id: int, H: int, N: int, x, x_prev, v_first, stat
 
     xx = F.group_norm(xx.view(B, H * N), num_groups=H, weight=ln_w, bias=ln_b, eps=64e-5)
     xx = xx + ((r * k * r_k).view(B, H, N).sum(dim=-1, keepdim=True) * v.view(B, H, N)).view(B, H * N)
-    return (xx * g) @ O_, x, state, v_first
+    return _mm(xx * g, O_), x, state, v_first
 
 
 def _tmix_seq(lengths, layer_id: int, H: int, N: int, x, x_prev, v_first, state, x_r, x_w, x_k, x_v, x_a,
@@ -165,8 +166,8 @@ def _cmix(x, x_prev, x_k, K_, V_):
     """RWKV_x070_CMix_one over rows: x, x_prev [B, C]."""
     xx = x_prev - x
     k = x + xx * x_k
-    k = torch.relu_(k @ K_).square_()  # relu(.) ** 2, in place: the [B, 4C] product is ours
-    return k @ V_, x
+    k = torch.relu_(_mm(k, K_)).square_()  # relu(.) ** 2, in place: the [B, 4C] product is ours
+    return _mm(k, V_), x
 
 
 @torch.no_grad()
@@ -179,8 +180,8 @@ def forward_batch(model, tokens: torch.Tensor, state: list, rows: torch.Tensor |
     (logits [len(rows), vocab] fp32, or None when no row wants them; the new state). Neither
     `state` nor its tensors are modified, unless `inplace` (the WKV matrices are then updated
     where they are: for a caller that owns them and drops the old state)."""
-    z, C = model.z, int(model.n_embd)
-    x, new_state = _blocks(model, z["emb.weight"][tokens], state, functools.partial(_tmix, inplace), _cmix)
+    z, C = _step_weights(model), int(model.n_embd)
+    x, new_state = _blocks(model, z["emb.weight"][tokens], state, functools.partial(_tmix, inplace), _cmix, z)
     if rows is not None:
         if rows.numel() == 0:
             return None, new_state
@@ -188,25 +189,42 @@ def forward_batch(model, tokens: torch.Tensor, state: list, rows: torch.Tensor |
             x = x[rows]
     # the head (C x vocab) is most of a step's cost: only the rows that pick a token pay for it
     x = F.layer_norm(x, (C,), weight=z["ln_out.weight"], bias=z["ln_out.bias"])
-    return _head(model, x).float(), new_state
+    return _mm(x, z["head.weight"]).float(), new_state
 
 
-_HEAD: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_STEP_WEIGHTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+PACK_MIN_EMBD = 512  # narrower (tiny): a block's projections run faster through MKL, conversions and all
+_PROJECTIONS = ("att.receptance.weight", "att.key.weight", "att.value.weight", "att.output.weight",
+                "ffn.key.weight", "ffn.value.weight")
 
 
-def _head(model, x):
-    """x [B, C] @ head [C, vocab]: on the CPU through oneDNN's linear over a [vocab, C] copy of the
-    head in its own layout (made once a model), which runs the product 1.3-1.5x faster than
-    MKL's x @ head at B = 1 and from 8 rows up (timed at the 0.1B shape on 2 cores, 2-4 rows
-    lose about 4 ms). Each logit is still one row's C-term dot product; the sum may round in
-    another order (see the module note)."""
-    head = model.z["head.weight"]
-    if x.device.type != "cpu" or x.dtype != torch.float32 or not torch.backends.mkldnn.is_available():
-        return x @ head
-    packed = _HEAD.get(model)
-    if packed is None:
-        packed = _HEAD[model] = head.t().contiguous().to_mkldnn()
-    return torch.ops.aten.mkldnn_linear(x.contiguous().to_mkldnn(), packed, None).to_dense()
+def _step_weights(model) -> dict:
+    """model.z for a decoding step (made once a model): on the CPU in fp32, the head and, from
+    PACK_MIN_EMBD wide, each block's six projections become oneDNN weights in their own
+    [out, in] layout (`_mm`). MKL's x @ W packs W again on every call, which at a step's few rows
+    is most of the product's cost (bare steps at the 0.1B shape on 2 cores: 12 rows 56.5 ms ->
+    39.8 ms, 1 row 29.5 -> 24.3; the head alone ran 1.3-1.5x faster at 1 row and from 8 rows up).
+    Each output is still one row's dot product over the same terms, summed in another order
+    (see the module note); the sequence pass, whose products have hundreds of rows, keeps MKL."""
+    z = _STEP_WEIGHTS.get(model)
+    if z is None:
+        z = dict(model.z)
+        head = z["head.weight"]
+        if head.device.type == "cpu" and head.dtype == torch.float32 and torch.backends.mkldnn.is_available():
+            names = ["head.weight"]
+            if int(model.n_embd) >= PACK_MIN_EMBD:
+                names += [f"blocks.{i}.{p}" for i in range(int(model.n_layer)) for p in _PROJECTIONS]
+            for name in names:
+                z[name] = z[name].t().contiguous().to_mkldnn()
+        _STEP_WEIGHTS[model] = z
+    return z
+
+
+def _mm(x, w):
+    """x [..., C] @ w, through oneDNN's linear where `_step_weights` packed w."""
+    if not w.is_mkldnn:
+        return x @ w
+    return torch.ops.aten.mkldnn_linear(x.contiguous().to_mkldnn(), w, None).to_dense()
 
 
 def _cmix_seq(lengths, x, x_prev, x_k, K_, V_):
@@ -224,13 +242,14 @@ def forward_seq_batch(model, tokens: torch.Tensor, state: list, lengths: torch.T
     first lengths[b] tokens (the rest is padding, which changes nothing). The caller owns
     `state`: its WKV matrices may be updated in place; the returned list holds the new slots."""
     return _blocks(model, model.z["emb.weight"][tokens], state, functools.partial(_tmix_seq, lengths),
-                   functools.partial(_cmix_seq, lengths))[1]
+                   functools.partial(_cmix_seq, lengths), model.z)[1]
 
 
-def _blocks(model, x, state: list, tmix, cmix):
-    """The package's block stack over x ([B, C] or [B, T, C]): ln1, time mix, ln2, channel mix,
-    each with its residual; returns (x, the new state slots)."""
-    z, H, N, C = model.z, int(model.n_head), int(model.head_size), int(model.n_embd)
+def _blocks(model, x, state: list, tmix, cmix, z: dict):
+    """The package's block stack over x ([B, C] or [B, T, C]) with weights z (model.z, or
+    `_step_weights`): ln1, time mix, ln2, channel mix, each with its residual; returns (x, the
+    new state slots)."""
+    H, N, C = int(model.n_head), int(model.head_size), int(model.n_embd)
     v_first = torch.empty_like(x)
     new_state = list(state)
     for i in range(int(model.n_layer)):
