@@ -6,7 +6,7 @@ urd.backbone.batch steps rows through each block's projections and the head as o
 packed once a model (`_step_weights`, from PACK_MIN_EMBD wide); the old path ran the projections
 as x @ W, which MKL packs again on every call. Both paths, alternating `--repeats` times (the
 best time of each kept, so a slow moment of the machine costs neither):
-  - a bare step (`forward_batch`, every row picking a token) at 1, 6, 12, 24 and 42 rows;
+  - a bare step (`forward_batch`, every row picking a token) at 1, 2, 4, 6, 12, 24 and 42 rows;
   - `summary`'s sweep notes as rung 2 writes them: six T1 transcripts, the 16 KB and 64 KB
     instructions (12 rows, each from its transcript's state), `--tokens` tokens each;
 and whether both paths wrote the same tokens.
@@ -31,6 +31,7 @@ from urd.systems.summary import INSTRUCTION
 
 SHAPES = {"0.1b": dict(n_layer=12, n_embd=768), "tiny": dict(n_layer=2, n_embd=128)}
 PATHS = {"x @ W (old)": 1 << 30, "packed": batch.PACK_MIN_EMBD}
+ROWS = (1, 2, 4, 6, 12, 24, 42)
 
 
 def use(path: str):
@@ -71,7 +72,7 @@ def main(argv=None) -> int:
     for _ in range(args.repeats):
         for path in PATHS:
             use(path)
-            for rows in (1, 6, 12, 24, 42):
+            for rows in ROWS:
                 key = (path, rows)
                 best[key] = min(best.get(key, float("inf")), bare_step(bb, rows))
             t = time.perf_counter()
@@ -83,7 +84,7 @@ def main(argv=None) -> int:
 
     old, new = PATHS
     print(f"\n{'rows':>6s} {old + ' ms':>16s} {new + ' ms':>10s} {'ratio':>6s}")
-    for rows in (1, 6, 12, 24, 42):
+    for rows in ROWS:
         a, b = best[(old, rows)] * 1e3, best[(new, rows)] * 1e3
         print(f"{rows:6d} {a:16.1f} {b:10.1f} {a / b:6.2f}")
     a, b = best[(old, "notes")], best[(new, "notes")]

@@ -3,7 +3,8 @@
 The sequential decoder (`Backbone.generate`) streams every weight matrix from memory once per
 token per query; here B rows share each read. `forward_batch` is the package's `forward_one`
 (RWKV_x070_TMix_one / CMix_one, non-DeepEmbed) with a leading batch dimension, over the
-package model's own weights. `generate_groups` takes several contexts (a state and its
+package model's own weights (on the CPU, the head's and from 512 wide the projections' in a
+packed copy: `_step_weights`). `generate_groups` takes several contexts (a state and its
 prompts each: the episodes of a cell), prefills each context's common prompt prefix once, then
 runs the prompt tokens every row still has before its last one as one sequence
 (`forward_seq_batch`: each projection over all B x T tokens at once, only the WKV recurrence
@@ -15,8 +16,8 @@ Numerics: the operations are the package's, except that the WKV update multiplie
 by its rank-1 term as two matrix-vector products where the package forms the N x N matrix
 (N^2 instead of N^3 operations); a sequence pass of 16 tokens or more sums the same recurrence
 chunk by chunk (urd.backbone.wkv_chunked); a [B, C] @ [C, D] product may also round
-differently from a [C] @ [C, D] one (on the CPU a step's products run through oneDNN over
-weights packed once: `_step_weights`), and a prompt's last tokens go step by step here where
+differently from a [C] @ [C, D] one (on the CPU a step's head, and from 512 wide its
+projections, run through oneDNN over weights packed once: `_step_weights`), and a prompt's last tokens go step by step here where
 `generate` runs the whole prompt through `forward_seq`. Logits agree to ~1e-5; a greedy token
 can only differ on a near-tie, which tests/test_backbone_batch.py, benchmarks/rung1_cpu.py and
 benchmarks/batch_equivalence.py count against the sequential decoder.
@@ -187,7 +188,7 @@ def forward_batch(model, tokens: torch.Tensor, state: list, rows: torch.Tensor |
             return None, new_state
         if rows.numel() < x.shape[0]:
             x = x[rows]
-    # the head (C x vocab) is most of a step's cost: only the rows that pick a token pay for it
+    # the head (C x vocab, a third of the 0.1B shape's weights): only rows that pick a token pay for it
     x = F.layer_norm(x, (C,), weight=z["ln_out.weight"], bias=z["ln_out.bias"])
     return _mm(x, z["head.weight"]).float(), new_state
 
@@ -202,10 +203,13 @@ def _step_weights(model) -> dict:
     """model.z for a decoding step (made once a model): on the CPU in fp32, the head and, from
     PACK_MIN_EMBD wide, each block's six projections become oneDNN weights in their own
     [out, in] layout (`_mm`). MKL's x @ W packs W again on every call, which at a step's few rows
-    is most of the product's cost (bare steps at the 0.1B shape on 2 cores: 12 rows 56.5 ms ->
-    39.8 ms, 1 row 29.5 -> 24.3; the head alone ran 1.3-1.5x faster at 1 row and from 8 rows up).
-    Each output is still one row's dot product over the same terms, summed in another order
-    (see the module note); the sequence pass, whose products have hundreds of rows, keeps MKL."""
+    is much of the product's cost (benchmarks/step_weights.py times both paths). Each output is
+    still one row's dot product over the same terms, summed in another order (see the module
+    note); the sequence pass, whose products have hundreds of rows, keeps MKL.
+
+    The copies stay for the model's life (about 540 MB at the 0.1B shape, 340 MB of it the
+    projections) and are not made again: weights edited in place after a model's first step
+    are not seen by the next (load the model again instead)."""
     z = _STEP_WEIGHTS.get(model)
     if z is None:
         z = dict(model.z)
