@@ -18,14 +18,15 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))
+from rung1_cpu import SHAPES
+
 from urd.backbone.adapter import Backbone
 from urd.backbone.batch import generate_groups
 from urd.backbone.tiny import write_tiny_checkpoint
 from urd.core.config import load_config
 from urd.data import calibrate, views
 from urd.systems.summary import INSTRUCTION
-
-SHAPES = {"0.1b": dict(n_layer=12, n_embd=768), "tiny": dict(n_layer=2, n_embd=128)}
 
 
 def draft(context: list[int], k: int, longest: int = 3) -> list[int]:

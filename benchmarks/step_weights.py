@@ -22,6 +22,9 @@ from pathlib import Path
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).parent))
+from rung1_cpu import SHAPES
+
 from urd.backbone import batch
 from urd.backbone.adapter import Backbone
 from urd.backbone.tiny import write_tiny_checkpoint
@@ -29,7 +32,6 @@ from urd.core.config import load_config
 from urd.data import calibrate, views
 from urd.systems.summary import INSTRUCTION
 
-SHAPES = {"0.1b": dict(n_layer=12, n_embd=768), "tiny": dict(n_layer=2, n_embd=128)}
 PATHS = {"x @ W (old)": 1 << 30, "packed": batch.PACK_MIN_EMBD}
 ROWS = (1, 2, 4, 6, 12, 24, 42)
 

@@ -17,8 +17,8 @@ by its rank-1 term as two matrix-vector products where the package forms the N x
 (N^2 instead of N^3 operations); a sequence pass of 16 tokens or more sums the same recurrence
 chunk by chunk (urd.backbone.wkv_chunked); a [B, C] @ [C, D] product may also round
 differently from a [C] @ [C, D] one (on the CPU a step's head, and from 512 wide its
-projections, run through oneDNN over weights packed once: `_step_weights`), and a prompt's last tokens go step by step here where
-`generate` runs the whole prompt through `forward_seq`. Logits agree to ~1e-5; a greedy token
+projections, run through oneDNN over weights packed once: `_step_weights`), and a prompt's
+last tokens go step by step here where `generate` runs the whole prompt through `forward_seq`. Logits agree to ~1e-5; a greedy token
 can only differ on a near-tie, which tests/test_backbone_batch.py, benchmarks/rung1_cpu.py and
 benchmarks/batch_equivalence.py count against the sequential decoder.
 """
