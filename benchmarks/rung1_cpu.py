@@ -40,7 +40,7 @@ from urd.harness.handle import ModelHandle
 from urd.harness.runner import answer_cell, answer_control, consolidate_cell
 from urd.systems import registry
 
-SHAPES = {"0.1b": dict(n_layer=12, n_embd=768), "tiny": dict(n_layer=2, n_embd=128)}
+SHAPES = {"0.1b": dict(n_layer=12, n_embd=768), "0.4b": dict(n_layer=24, n_embd=1024), "tiny": dict(n_layer=2, n_embd=128)}
 # The replay baselines read tuning artifacts made by separate jobs; their cost is the tuning
 # benchmark's (python -m urd.backbone.bench), not this one's.
 BASELINES = ("vanilla", "gzip_tail", "retrieval", "summary", "state_carry")

@@ -71,10 +71,27 @@ def cell_spec_json(wildcards):
     return json.dumps(W.cell_spec(config, wildcards.task, wildcards.get("system")), sort_keys=True)
 
 
-def cpu_seconds(step):
-    return lambda wc: W.cell_cpu_seconds(
+def job_resources(seconds, rows):
+    """A CPU job's resources: its estimated CPU seconds (the spend line) and, from them and the
+    states it holds at once, the memory and wall-time limit a cluster gives it
+    (urd.cost.estimate.job_resources). `seconds`, `rows`: functions of the wildcards."""
+
+    def resource(key):
+        return lambda wc: W.job_resources(config, wc.scale, seconds(wc), rows(wc))[key]
+
+    return {"cpu_seconds": seconds, "mem_mb": resource("mem_mb"), "runtime": resource("runtime")}
+
+
+def cell_resources(step):
+    seconds = lambda wc: W.cell_cpu_seconds(
         config, wc.scale, wc.task, step, wc.get("system"), wc.get("split")
     )
+    return job_resources(seconds, lambda wc: W.cell_rows(config, wc.task, step))
+
+
+def answer_rows(tasks):
+    """A control job answers one task's cell at a time: its largest."""
+    return max(W.cell_rows(config, t, "answer") for t in tasks)
 
 
 def model_inputs(wildcards):

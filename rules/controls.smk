@@ -17,7 +17,10 @@ rule ceiling:
     conda:
         ENV
     resources:
-        cpu_seconds=lambda wc: W.controls_cpu_seconds(config, wc.scale, TASKS, len(CEIL_RECIPES)),
+        **job_resources(
+            lambda wc: W.controls_cpu_seconds(config, wc.scale, TASKS, len(CEIL_RECIPES)),
+            lambda wc: answer_rows(TASKS),
+        ),
     params:
         command="ceiling",
         tasks=TASKS,
@@ -44,8 +47,11 @@ rule bits_curve:
     conda:
         ENV
     resources:
-        cpu_seconds=lambda wc: W.controls_cpu_seconds(
-            config, wc.scale, [BITS["task"]], len(BITS["budgets"])
+        **job_resources(
+            lambda wc: W.controls_cpu_seconds(
+                config, wc.scale, [BITS["task"]], len(BITS["budgets"])
+            ),
+            lambda wc: answer_rows([BITS["task"]]),
         ),
     params:
         command="bits-curve",

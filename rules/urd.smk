@@ -52,7 +52,7 @@ rule prefill:
     conda:
         ENV
     resources:
-        cpu_seconds=cpu_seconds("prefill"),
+        **cell_resources("prefill"),
     params:
         spec=cell_spec_json,
         code=RUN_CODE,
@@ -72,7 +72,7 @@ rule control:
     conda:
         ENV
     resources:
-        cpu_seconds=cpu_seconds("control"),
+        **cell_resources("control"),
     params:
         spec=cell_spec_json,
         code=RUN_CODE,
@@ -92,7 +92,7 @@ rule consolidate:
     conda:
         ENV
     resources:
-        cpu_seconds=cpu_seconds("consolidate"),
+        **cell_resources("consolidate"),
     params:
         spec=cell_spec_json,
         budget=lambda wc: BUDGETS[wc.split],
@@ -114,7 +114,7 @@ rule answer:
     conda:
         ENV
     resources:
-        cpu_seconds=cpu_seconds("answer"),
+        **cell_resources("answer"),
     params:
         spec=cell_spec_json,
         code=cell_code,

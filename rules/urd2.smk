@@ -45,7 +45,10 @@ rule chain_control:
     conda:
         ENV
     resources:
-        cpu_seconds=lambda wc: U2.chain_cpu_seconds(config, wc.scale, "control", chain_task(wc)),
+        **job_resources(
+            lambda wc: U2.chain_cpu_seconds(config, wc.scale, "control", chain_task(wc)),
+            lambda wc: U2.chain_rows(config, wc.scale, "control", chain_task(wc)),
+        ),
     params:
         spec=chain_spec_json,
         code=URD2_CODE,
@@ -68,8 +71,11 @@ rule chain_consolidate:
     conda:
         ENV
     resources:
-        cpu_seconds=lambda wc: U2.chain_cpu_seconds(
-            config, wc.scale, "consolidate", chain_task(wc), wc.system, wc.split
+        **job_resources(
+            lambda wc: U2.chain_cpu_seconds(
+                config, wc.scale, "consolidate", chain_task(wc), wc.system, wc.split
+            ),
+            lambda wc: U2.chain_rows(config, wc.scale, "consolidate", chain_task(wc)),
         ),
     params:
         spec=chain_spec_json,
@@ -94,8 +100,13 @@ rule chain_answer:
     conda:
         ENV
     resources:
-        cpu_seconds=lambda wc: U2.chain_cpu_seconds(
-            config, wc.scale, "answer", chain_task(wc), wc.system, wc.split, int(wc.k)
+        **job_resources(
+            lambda wc: U2.chain_cpu_seconds(
+                config, wc.scale, "answer", chain_task(wc), wc.system, wc.split, int(wc.k)
+            ),
+            lambda wc: U2.chain_rows(
+                config, wc.scale, "answer", chain_task(wc), wc.system, int(wc.k)
+            ),
         ),
     params:
         spec=chain_spec_json,
@@ -181,8 +192,9 @@ rule sweep_consolidate:
     conda:
         ENV
     resources:
-        cpu_seconds=lambda wc: U2.sweep_cpu_seconds(
-            config, wc.scale, "consolidate", wc.task, wc.system
+        **job_resources(
+            lambda wc: U2.sweep_cpu_seconds(config, wc.scale, "consolidate", wc.task, wc.system),
+            lambda wc: U2.sweep_rows(config, wc.scale, "consolidate", wc.task, wc.system),
         ),
     params:
         spec=sweep_spec_json,
@@ -205,7 +217,10 @@ rule sweep_answer:
     conda:
         ENV
     resources:
-        cpu_seconds=lambda wc: U2.sweep_cpu_seconds(config, wc.scale, "answer", wc.task, wc.system),
+        **job_resources(
+            lambda wc: U2.sweep_cpu_seconds(config, wc.scale, "answer", wc.task, wc.system),
+            lambda wc: U2.sweep_rows(config, wc.scale, "answer", wc.task, wc.system),
+        ),
     params:
         spec=sweep_spec_json,
         code=u2_code,
@@ -244,7 +259,10 @@ rule sweep_summary:
     conda:
         ENV
     resources:
-        cpu_seconds=lambda wc: U2.sweep_cpu_seconds(config, wc.scale, "summary", "t1"),
+        **job_resources(
+            lambda wc: U2.sweep_cpu_seconds(config, wc.scale, "summary", "t1"),
+            lambda wc: 0,  # reads the checkpoint to count its parameters
+        ),
     params:
         spec=lambda wc: json.dumps(U2.sweep_spec(config, wc.scale, "t1"), sort_keys=True),
         args=lambda wc: ["--cell", *[f"{k}={p}" for k, p in sweep_cells(wc.scale).items()]],
@@ -267,7 +285,10 @@ rule dose_summary:
     conda:
         ENV
     resources:
-        cpu_seconds=lambda wc: U2.dose_cpu_seconds(config, wc.scale),
+        **job_resources(
+            lambda wc: U2.dose_cpu_seconds(config, wc.scale),
+            lambda wc: U2.dose_rows(config, wc.scale),
+        ),
     params:
         spec=lambda wc: json.dumps(U2.dose_spec(config, wc.scale), sort_keys=True),
         root=lambda wc: f"{CTL['artifacts']}/{wc.scale}",

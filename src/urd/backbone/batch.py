@@ -244,18 +244,20 @@ def forward_seq_batch(model, tokens: torch.Tensor, state: list, lengths: torch.T
     """T tokens for each of B rows ([B, T] int64), each from its own batched state, no logits:
     the prompt tokens that precede each row's last one. `lengths` ([B]): row b has only its
     first lengths[b] tokens (the rest is padding, which changes nothing). The caller owns
-    `state`: its WKV matrices may be updated in place; the returned list holds the new slots."""
+    `state` and its list: the new slots replace the old ones in it (returned too)."""
     return _blocks(model, model.z["emb.weight"][tokens], state, functools.partial(_tmix_seq, lengths),
-                   functools.partial(_cmix_seq, lengths), model.z)[1]
+                   functools.partial(_cmix_seq, lengths), model.z, owned=True)[1]
 
 
-def _blocks(model, x, state: list, tmix, cmix, z: dict):
+def _blocks(model, x, state: list, tmix, cmix, z: dict, owned: bool = False):
     """The package's block stack over x ([B, C] or [B, T, C]) with weights z (model.z, or
     `_step_weights`): ln1, time mix, ln2, channel mix, each with its residual; returns (x, the
-    new state slots)."""
+    new state slots). `owned`: the new slots replace the old ones in `state` itself, so that each
+    old slot is freed once its layer has run (a sequence pass over many rows would otherwise
+    hold two states at once)."""
     H, N, C = int(model.n_head), int(model.head_size), int(model.n_embd)
     v_first = torch.empty_like(x)
-    new_state = list(state)
+    new_state = state if owned else list(state)
     for i in range(int(model.n_layer)):
         bbb, att, ffn = f"blocks.{i}.", f"blocks.{i}.att.", f"blocks.{i}.ffn."
         xx = F.layer_norm(x, (C,), weight=z[bbb + "ln1.weight"], bias=z[bbb + "ln1.bias"])
@@ -358,7 +360,7 @@ def generate_groups(backbone, groups: Sequence[tuple[list | None, Sequence[Seque
     unique_by_group = [[list(u) for u in dict.fromkeys(map(tuple, toks))] if limit else []
                        for toks, limit in zip(toks_by_group, limits)]
 
-    stacks, tails, group_of = [], [], []
+    starts, tails, group_of = [], [], []  # starts: (each group's state after its prefix, its rows)
     counts = counts if counts is not None else [0] * len(groups)
     for g, ((state, _), toks) in enumerate(zip(groups, unique_by_group)):
         if not toks:
@@ -369,13 +371,16 @@ def generate_groups(backbone, groups: Sequence[tuple[list | None, Sequence[Seque
             state = advance(backbone, toks[0][:n_prefix], state)  # works on a copy
         elif state is None:
             state = backbone.zero_state()
-        stacks.append(stack_state(state, len(toks)))
+        starts.append((state, len(toks)))
         tails += [t[n_prefix:] for t in toks]
         group_of += [g] * len(toks)
     B, dev = len(tails), backbone.device
     if B == 0:  # no prompts, or nothing to decode
         return [[Generation("", (), None, MAX_NEW_TOKENS) for _ in toks] for toks in toks_by_group]
-    st = [torch.cat(slot) for slot in zip(*stacks)]
+    # one copy of each group's state per row, written straight into the batched slots (expanded
+    # views, no per-group stacks to concatenate: a batch of thousands of rows holds one state)
+    st = [torch.cat([s[j].expand(n, *s[j].shape) for s, n in starts]) for j in range(len(starts[0][0]))]
+    del starts
 
     # per active row (tensors so that a step needs no loop over rows): prompt tail (padded),
     # its length, the last generated token; `ids` maps active rows to prompt indices
@@ -437,7 +442,8 @@ def generate_groups(backbone, groups: Sequence[tuple[list | None, Sequence[Seque
             keep = torch.tensor([r for r in range(len(ids)) if r not in gone], dtype=torch.long,
                                 device=dev)
             ids = [ids[r] for r in keep.tolist()]
-            st = [t[keep] for t in st]
+            for j, t in enumerate(st):  # slot by slot: the old one is freed before the next is copied
+                st[j] = t[keep]
             tail, tail_len, last, pos = tail[keep], tail_len[keep], last[keep], pos[keep]
     out, at = [], 0
     for toks, unique in zip(toks_by_group, unique_by_group):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from ..core.config import merged_source
 from ..core.errors import InputError
 
 # Protocol sizes (measured on the generated data; results/urd/oracle.json has the exact ones).
@@ -86,6 +87,46 @@ def controls_cpu_seconds(config: dict, scale: str, tasks: list[str], evaluations
     """CPU seconds of a control job (ceiling, bits curve): each evaluation answers a task's
     queries from a tuned state, as a cell's answer job does."""
     return evaluations * sum(cell_cpu_seconds(config, scale, t, "answer") for t in tasks)
+
+
+# --- a CPU job's memory and wall-time limit (what a cluster is asked for) -------------------
+# A job holds the model and, while it decodes, one recurrent state per row of its batch (every
+# query of a cell, or of every point of a sweep, decodes in one batch): its peak is a straight
+# line in the rows, measured per scale by benchmarks/job_memory.py (config `cpu_memory`).
+
+
+def cell_rows(config: dict, task: str, step: str) -> int:
+    """The states a cell's job holds at once: a transcript's (prefill, and summary's notes
+    written in one batch) or a query's (control and answer: every query of the cell a row; the
+    control also keeps each transcript's state to branch its queries from)."""
+    eps, q = _episodes_queries(config, task)
+    if step in ("prefill", "consolidate"):
+        return eps
+    if step == "control":
+        return eps * (q + 1)
+    if step == "answer":
+        return eps * q
+    raise ValueError(f"unknown step {step!r}")
+
+
+def _memory(config: dict, scale: str) -> dict:
+    measured = config.get("cpu_memory", {})
+    if scale in measured:
+        return measured[scale]
+    if not measured:
+        raise InputError(merged_source(), "cpu_memory",
+                         "a measured {model_mb, row_mb} per scale (benchmarks/job_memory.py)", "none")
+    return max(measured.values(), key=lambda m: m["model_mb"])
+
+
+def job_resources(config: dict, scale: str, cpu_seconds: int, rows: int) -> dict:
+    """What a CPU job asks a cluster for: memory for the model and the `rows` states it holds
+    at once (MB, rounded up), and a wall-time limit in minutes, twice its estimated CPU time
+    plus ten (the tuning jobs' rule). A scale with no measured memory is asked for at the
+    largest measured one."""
+    m = _memory(config, scale)
+    return {"mem_mb": math.ceil(m["model_mb"] + rows * m["row_mb"]),
+            "runtime": 2 * math.ceil(cpu_seconds / 60) + 10}
 
 
 # --- tuning jobs (urd.replay.tune): GPU seconds, run time and memory ------------------------

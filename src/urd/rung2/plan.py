@@ -19,6 +19,8 @@ PARTS = ("chains", "pareto", "dose")
 SOURCE = merged_source()
 # systems that never run the model while consolidating (estimates only)
 TEXT_SYSTEMS = frozenset({"vanilla", "gzip_tail", "retrieval", "symbolic"})
+# systems that answer without decoding (their answer jobs cost a start-up)
+NO_MODEL_ANSWER = frozenset({"vanilla", "symbolic"})
 
 
 def settings(config: dict, scale: str, part: str) -> dict:
@@ -111,10 +113,13 @@ def dose_recipes(config: dict) -> list[str]:
 
 
 # --- estimates (CPU seconds, for the dry run's spend line) ----------------------------------
-def _task_sizes(config: dict, task: str) -> tuple[int, int]:
+def _queries(config: dict, task: str) -> int:
     t2 = config["tasks"]["t2"]
-    queries = config["queries"] if task == "t1" else t2["triggers"] + t2["non_triggers"]
-    return TRANSCRIPT_TOKENS[task], queries * (QUERY_TOKENS + config["decode"][task]["max_new_tokens"])
+    return config["queries"] if task == "t1" else t2["triggers"] + t2["non_triggers"]
+
+
+def _task_sizes(config: dict, task: str) -> tuple[int, int]:
+    return TRANSCRIPT_TOKENS[task], _queries(config, task) * (QUERY_TOKENS + config["decode"][task]["max_new_tokens"])
 
 
 def _consolidate_tokens(config: dict, system: str, task: str, budget: int | None,
@@ -141,7 +146,7 @@ def chain_cpu_seconds(config: dict, scale: str, step: str, task: str, system: st
         pre, dec = _consolidate_tokens(config, system, task, c["budgets"].get(split))
         return _seconds(config, scale, prefill=chains * pre, **lockstep([dec] * chains))  # one batch a boundary
     if step == "answer":
-        if system in ("vanilla", "symbolic"):
+        if system in NO_MODEL_ANSWER:
             return _seconds(config, scale)
         answered = boundary + (1 if boundary > 1 else 0)
         return _seconds(config, scale, prefill=chains * answered * 400, batched=chains * answered * rows)
@@ -163,10 +168,44 @@ def sweep_cpu_seconds(config: dict, scale: str, step: str, task: str, system: st
         return _seconds(config, scale, prefill=eps * read, **lockstep(n for _, n in tokens for _ in range(eps)))
     if step == "answer":
         distinct = points if system not in TEXT_SYSTEMS else len(p["budgets"])
-        if system in ("vanilla", "symbolic"):
+        if system in NO_MODEL_ANSWER:
             return _seconds(config, scale)
         return _seconds(config, scale, prefill=eps * distinct * 400, batched=eps * distinct * rows)
     return _seconds(config, scale)
+
+
+def chain_rows(config: dict, scale: str, step: str, task: str, system: str | None = None,
+               boundary: int = 1) -> int:
+    """The states a chain job holds at once (urd.cost.estimate.cell_rows, for a chain): the
+    control keeps every session's transcripts and answers one session's queries in a batch;
+    a consolidation writes every chain's fiche in one batch; an answer job decodes the queries
+    of every session answered after `boundary` (and the fresh fiche's) in one batch, unless
+    its system answers without the model."""
+    c = settings(config, scale, "chains")
+    chains, q = c.get("chains") or config["urd2"]["data"]["chains"], _queries(config, task)
+    if step == "control":
+        return chains * (c["sessions"] + q)
+    if step == "answer":
+        return 0 if system in NO_MODEL_ANSWER else chains * (boundary + (1 if boundary > 1 else 0)) * q
+    return chains
+
+
+def sweep_rows(config: dict, scale: str, step: str, task: str, system: str | None = None) -> int:
+    """The states a sweep job holds at once: summary writes every point's notes in one batch;
+    the answer job decodes every distinct (point, episode) fiche's queries in one batch."""
+    p = settings(config, scale, "pareto")
+    eps, points = p["episodes"], len(p["budgets"]) * len(p["caps"])
+    if step == "consolidate":
+        return eps * points if system == "summary" else eps
+    if step == "answer" and system not in NO_MODEL_ANSWER:
+        return eps * (len(p["budgets"]) if system in TEXT_SYSTEMS else points) * _queries(config, task)
+    return 0
+
+
+def dose_rows(config: dict, scale: str) -> int:
+    """The dose job evaluates one (dose, task) at a time, every query of it in one batch."""
+    d = settings(config, scale, "dose")
+    return max(d["episodes"] * _queries(config, t) for t in d["tasks"])
 
 
 def dose_cpu_seconds(config: dict, scale: str) -> int:

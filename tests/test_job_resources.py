@@ -1,0 +1,100 @@
+"""What a CPU job asks a cluster for: memory for the model and the states it holds at once
+(config cpu_memory, measured by benchmarks/job_memory.py), and a wall-time limit from its
+estimated CPU seconds; and that the workflow's model jobs declare them (a job that asks for
+the SLURM profile's default 2,000 MB while it holds 4,000 states is killed mid-run)."""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+
+import pytest
+from conftest import copy_workflow, snakemake
+
+from urd.core.errors import InputError
+from urd.cost.estimate import cell_cpu_seconds, cell_rows, job_resources
+from urd.rung2 import plan
+
+
+@pytest.fixture
+def config(urd_config):
+    c = copy.deepcopy(urd_config)
+    c["cpu_memory"] = {"small": {"model_mb": 1000, "row_mb": 2.5, "basis": "test"},
+                       "large": {"model_mb": 3000, "row_mb": 0.5, "basis": "test"}}
+    return c
+
+
+def test_memory_is_the_model_and_each_row_rounded_up_and_runtime_doubles_cpu_minutes(config):
+    # 1000 + 101 x 2.5 = 1252.5 -> 1253 MB; 61 CPU s -> 2 minutes -> 2 x 2 + 10
+    assert job_resources(config, "small", 61, 101) == {"mem_mb": 1253, "runtime": 14}
+    assert job_resources(config, "small", 60, 0) == {"mem_mb": 1000, "runtime": 12}
+    # a scale with no measurement is asked for at the largest measured model, not the first
+    assert job_resources(config, "nosuch", 1, 2) == {"mem_mb": 3001, "runtime": 12}
+    del config["cpu_memory"]
+    with pytest.raises(InputError, match=r"cpu_memory.*benchmarks/job_memory.py"):
+        job_resources(config, "small", 1, 1)
+
+
+def test_a_cells_rows_follow_its_step_and_the_evaluated_slice(urd_config):
+    c = copy.deepcopy(urd_config)
+    assert (c["episodes"], c["queries"]) == (6, 25)
+    t2 = c["tasks"]["t2"]["triggers"] + c["tasks"]["t2"]["non_triggers"]
+    assert [cell_rows(c, "t1", s) for s in ("prefill", "consolidate", "control", "answer")] == [6, 6, 6 * 26, 150]
+    assert cell_rows(c, "t2", "answer") == 6 * t2
+    c.update(evaluate_episodes=2, evaluate_queries=3)
+    assert cell_rows(c, "t1", "answer") == 6 and cell_rows(c, "t1", "control") == 8
+    with pytest.raises(ValueError, match="nosuch"):
+        cell_rows(c, "t1", "nosuch")
+
+
+def test_rung2_rows_count_what_one_batch_decodes(urd_config):
+    c = copy.deepcopy(urd_config)
+    p, ch = c["urd2"]["pareto"], c["urd2"]["chains"]
+    eps, points = p["episodes"], len(p["budgets"]) * len(p["caps"])
+    # a text fiche does not depend on the cap: one decode per budget; a state system's per point
+    assert plan.sweep_rows(c, "0.1b", "answer", "t1", "retrieval") == eps * len(p["budgets"]) * 25
+    assert plan.sweep_rows(c, "0.1b", "answer", "t1", "state_carry") == eps * points * 25
+    assert plan.sweep_rows(c, "0.1b", "answer", "t1", "vanilla") == 0  # answers without the model
+    assert plan.sweep_rows(c, "0.1b", "consolidate", "t1", "summary") == eps * points  # every note at once
+    assert plan.sweep_rows(c, "0.1b", "consolidate", "t1", "gzip_tail") == eps
+    chains = ch["chains"] or c["urd2"]["data"]["chains"]
+    # after boundary 1 session 1 alone; after boundary 3 sessions 1-3 and the fresh fiche's
+    assert plan.chain_rows(c, "0.1b", "answer", "t1", "retrieval", 1) == chains * 25
+    assert plan.chain_rows(c, "0.1b", "answer", "t1", "retrieval", 3) == chains * 4 * 25
+    assert plan.chain_rows(c, "0.1b", "answer", "t1", "symbolic", 3) == 0
+    assert plan.chain_rows(c, "0.1b", "control", "t1") == chains * (ch["sessions"] + 25)
+    d = c["urd2"]["dose"]
+    assert plan.dose_rows(c, "0.1b") == d["episodes"] * 25  # T1's 25 queries outnumber T2's 24
+
+
+def resources(stdout: str, rule: str) -> list[dict]:
+    """The wildcards and resources of each `rule` job in `snakemake -n` output."""
+    out = []
+    for block in stdout.split("\nrule ")[1:]:
+        if block.split(":", 1)[0] != rule:
+            continue
+        wc = dict(re.findall(r"(\w+)=([\w.]+)", re.search(r"wildcards: (.*)", block)[1]))
+        res = {k: int(v) for k, v in re.findall(r"(cpu_seconds|mem_mb|runtime)=(\d+)", block)}
+        out.append({**wc, **res})
+    return out
+
+
+@pytest.mark.slow
+def test_the_model_jobs_of_the_dag_declare_their_memory_and_time(tmp_path, urd_config):
+    wf = copy_workflow(tmp_path / "wf")
+    r = snakemake(wf, "-n", "results/urd/0.1b/summary.json", "results/urd2/0.1b/pareto/summary.json", check=True)
+    m = urd_config["cpu_memory"]["0.1b"]
+    answers = resources(r.stdout, "answer")
+    assert len(answers) == len(urd_config["systems"]) * 2 * 2
+    for job in answers:
+        rows = cell_rows(urd_config, job["task"], "answer")
+        assert job["mem_mb"] == math.ceil(m["model_mb"] + rows * m["row_mb"]) > 2000  # the profile's default
+        seconds = cell_cpu_seconds(urd_config, "0.1b", job["task"], "answer", job["system"], job["split"])
+        assert job["cpu_seconds"] == seconds and job["runtime"] == 2 * math.ceil(seconds / 60) + 10
+    for rule in ("prefill", "control", "consolidate"):
+        assert all(job["mem_mb"] >= m["model_mb"] for job in resources(r.stdout, rule)), rule
+    sweeps = {job["system"]: job["mem_mb"] for job in resources(r.stdout, "sweep_answer") if job["task"] == "t1"}
+    # summary's fiche differs per cap: it decodes a row per point, retrieval's per budget
+    rows = plan.sweep_rows(urd_config, "0.1b", "answer", "t1", "summary")
+    assert sweeps["summary"] == math.ceil(m["model_mb"] + rows * m["row_mb"]) > sweeps["retrieval"] > sweeps["vanilla"]
