@@ -12,6 +12,8 @@ from urd.backbone.batch import forward_batch, generate_batch, stack_state
 from urd.backbone.tiny import write_tiny_checkpoint
 from urd.core.errors import InputError
 from urd.data import calibrate
+from urd.harness.context import Decode, answer_groups, batches
+from urd.harness.handle import ModelHandle
 
 EPISODES = (0, 1)
 
@@ -289,3 +291,36 @@ def test_limits_a_group_stop_each_row_at_its_own_and_count_what_each_forwarded(b
     assert [len(g.tokens) for (g,) in together][:2] == [0, 3] and 0 < len(together[2][0].tokens) < 30
     with pytest.raises(ValueError, match="one max_new_tokens"):
         generate_groups(bb, groups, max_new_tokens=[1, 2], stop=())
+
+
+def test_batches_hold_whole_contexts_up_to_the_limit():
+    assert batches([3, 5, 4, 2], 7) == [range(0, 1), range(1, 2), range(2, 4)]
+    assert batches([3, 5, 4, 2], 4) == [range(0, 1), range(1, 2), range(2, 3), range(3, 4)]  # 5 alone
+    assert batches([3, 5, 4, 2], 14) == [range(0, 4)] and batches([], 7) == []
+
+
+class Recording:
+    """A handle that records how many query rows each batch it decodes holds."""
+
+    def __init__(self, handle):
+        self.handle, self.rows = handle, []
+
+    def __getattr__(self, name):
+        return getattr(self.handle, name)
+
+    def generate_groups(self, groups, **kw):
+        self.rows.append(sum(len(q) for _, q in groups))
+        return self.handle.generate_groups(groups, **kw)
+
+
+def test_answers_in_batches_are_the_answers_of_one_batch_and_forward_the_same_tokens(bb, episodes):
+    eps = [episodes[k] for k in sorted(episodes)]
+    contexts = [(f"{ep['header']}\n{ep['transcript'][:300]}\n", None) for ep in eps]
+    queries = [[q["prompt"] for q in ep["queries"]][:n] for ep, n in zip(eps, (3, 5, 4, 2))]
+    decode = Decode(max_new_tokens=6)
+    whole, split = Recording(ModelHandle(bb)), Recording(ModelHandle(bb))
+    assert answer_groups(split, contexts, queries, decode, limit=7) == answer_groups(whole, contexts, queries, decode)
+    assert (whole.rows, split.rows) == ([14], [3, 5, 6])
+    assert split.tokens_processed == whole.tokens_processed > 0
+    with pytest.raises(ValueError, match="4 contexts but 3"):
+        answer_groups(whole, contexts, queries[:3], decode)

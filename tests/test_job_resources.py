@@ -13,7 +13,8 @@ import pytest
 from conftest import copy_workflow, snakemake
 
 from urd.core.errors import InputError
-from urd.cost.estimate import cell_cpu_seconds, cell_rows, job_resources
+from urd.cost.estimate import answered_at_once, cell_cpu_seconds, cell_rows, job_resources
+from urd.harness.context import MAX_BATCH_ROWS
 from urd.rung2 import plan
 
 
@@ -46,15 +47,22 @@ def test_a_cells_rows_follow_its_step_and_the_evaluated_slice(urd_config):
     assert cell_rows(c, "t1", "answer") == 6 and cell_rows(c, "t1", "control") == 8
     with pytest.raises(ValueError, match="nosuch"):
         cell_rows(c, "t1", "nosuch")
+    # batches hold whole contexts: at most MAX_BATCH_ROWS rows, or one context's queries
+    assert answered_at_once(5000, 25) == MAX_BATCH_ROWS and answered_at_once(100, 25) == 100
+    assert answered_at_once(5000, 2000) == 2000
 
 
 def test_rung2_rows_count_what_one_batch_decodes(urd_config):
     c = copy.deepcopy(urd_config)
     p, ch = c["urd2"]["pareto"], c["urd2"]["chains"]
     eps, points = p["episodes"], len(p["budgets"]) * len(p["caps"])
+    # 6 x 28 points x 25 = 4,200 queries, in batches of whole contexts up to MAX_BATCH_ROWS
+    assert eps * points * 25 == 4200 and plan.sweep_rows(c, "0.1b", "answer", "t1", "state_carry") == MAX_BATCH_ROWS
     # a text fiche does not depend on the cap: one decode per budget; a state system's per point
-    assert plan.sweep_rows(c, "0.1b", "answer", "t1", "retrieval") == eps * len(p["budgets"]) * 25
-    assert plan.sweep_rows(c, "0.1b", "answer", "t1", "state_carry") == eps * points * 25
+    p["episodes"] = 2
+    assert plan.sweep_rows(c, "0.1b", "answer", "t1", "retrieval") == 2 * len(p["budgets"]) * 25 == 350
+    assert plan.sweep_rows(c, "0.1b", "answer", "t1", "state_carry") == min(2 * points * 25, MAX_BATCH_ROWS)
+    p["episodes"] = eps
     assert plan.sweep_rows(c, "0.1b", "answer", "t1", "vanilla") == 0  # answers without the model
     assert plan.sweep_rows(c, "0.1b", "consolidate", "t1", "summary") == eps * points  # every note at once
     assert plan.sweep_rows(c, "0.1b", "consolidate", "t1", "gzip_tail") == eps
@@ -95,6 +103,6 @@ def test_the_model_jobs_of_the_dag_declare_their_memory_and_time(tmp_path, urd_c
     for rule in ("prefill", "control", "consolidate"):
         assert all(job["mem_mb"] >= m["model_mb"] for job in resources(r.stdout, rule)), rule
     sweeps = {job["system"]: job["mem_mb"] for job in resources(r.stdout, "sweep_answer") if job["task"] == "t1"}
-    # summary's fiche differs per cap: it decodes a row per point, retrieval's per budget
-    rows = plan.sweep_rows(urd_config, "0.1b", "answer", "t1", "summary")
-    assert sweeps["summary"] == math.ceil(m["model_mb"] + rows * m["row_mb"]) > sweeps["retrieval"] > sweeps["vanilla"]
+    # summary's 4,200 queries: the model and a full batch; vanilla answers without the model
+    assert sweeps["summary"] == math.ceil(m["model_mb"] + MAX_BATCH_ROWS * m["row_mb"])
+    assert sweeps["vanilla"] == math.ceil(m["model_mb"])

@@ -13,6 +13,7 @@ import math
 
 from ..core.config import merged_source
 from ..core.errors import InputError
+from ..harness.context import MAX_BATCH_ROWS
 
 # Protocol sizes (measured on the generated data; results/urd/oracle.json has the exact ones).
 TRANSCRIPT_TOKENS = {"t1": 1850, "t2": 180}
@@ -93,6 +94,13 @@ def controls_cpu_seconds(config: dict, scale: str, tasks: list[str], evaluations
 # A job holds the model and, while it decodes, one recurrent state per row of its batch (every
 # query of a cell, or of every point of a sweep, decodes in one batch): its peak is a straight
 # line in the rows, measured per scale by benchmarks/job_memory.py (config `cpu_memory`).
+# Queries decode in batches of at most MAX_BATCH_ROWS rows (urd.harness.context).
+
+
+def answered_at_once(rows: int, group: int) -> int:
+    """The query rows answer_groups holds at once: batches of whole contexts (`group` queries
+    each) up to MAX_BATCH_ROWS."""
+    return min(rows, max(MAX_BATCH_ROWS, group))
 
 
 def cell_rows(config: dict, task: str, step: str) -> int:
@@ -103,9 +111,9 @@ def cell_rows(config: dict, task: str, step: str) -> int:
     if step in ("prefill", "consolidate"):
         return eps
     if step == "control":
-        return eps * (q + 1)
+        return eps + answered_at_once(eps * q, q)
     if step == "answer":
-        return eps * q
+        return answered_at_once(eps * q, q)
     raise ValueError(f"unknown step {step!r}")
 
 

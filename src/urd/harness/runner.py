@@ -23,7 +23,7 @@ import time
 from ..backbone.tokenizer import count_tokens
 from ..core.errors import InputError
 from . import contract, fiches
-from .context import Decode, answer_groups
+from .context import Decode, answer_groups, batched
 from .handle import ModelHandle
 from .scoring import judge_t1, judge_t2
 
@@ -181,7 +181,7 @@ def answer_cell(system, sessions: list[dict], fiche_records: list[tuple[dict, by
 def answer_cells(system, cells: list[tuple[list[dict], list[tuple[dict, bytes]]]], decode: Decode,
                  label: str | None = None) -> list[list[dict]]:
     """answer_cell for several cells of one system at once (rung 2: the points of a sweep, the
-    sessions of a chain), every query of every cell decoded in one batch; the raw replies of
+    sessions of a chain), every query of every cell decoded together (answer_groups); the raw replies of
     each cell, in order."""
     label = label or system.name
     system.decode = decode
@@ -197,7 +197,7 @@ def answer_cells(system, cells: list[tuple[list[dict], list[tuple[dict, bytes]]]
     contexts = [system.context(fiche, ep["header"]) for _, ep, _, fiche in flat]
     if all(c is not None for c in contexts):
         replies = answer_groups(system.backbone, [(c.text, c.state) for c in contexts], prompts, decode)
-        _progress(label, len(flat) - 1, len(flat), f"answered ({sum(map(len, prompts))} queries in one batch)", started)
+        _progress(label, len(flat) - 1, len(flat), f"answered ({batched(prompts)})", started)
     else:
         replies = []
         for i, ((_, ep, _, fiche), ps) in enumerate(zip(flat, prompts)):
@@ -217,21 +217,22 @@ def answer_cells(system, cells: list[tuple[list[dict], list[tuple[dict, bytes]]]
 def answer_control(backbone, sessions_a: list[dict], sessions_b: list[dict], decode: Decode,
                    label: str = "control") -> list[dict]:
     """Score A's raw replies: the transcript and the queries in one context, no boundary; every
-    query of the cell decoded in one batch."""
+    query of the cell decoded together (answer_groups)."""
     handle = as_handle(backbone)
     transcripts = {ep["episode"]: ep["transcript"] for ep in sessions_a}
     for t in transcripts.values():
         handle.cache_prefix(handle.tokenizer.encode(t))
     started = time.monotonic()
     contexts = [(transcripts[ep["episode"]], None) for ep in sessions_b]
-    replies = answer_groups(handle, contexts, [[q["prompt"] for q in ep["queries"]] for ep in sessions_b], decode)
+    prompts = [[q["prompt"] for q in ep["queries"]] for ep in sessions_b]
+    replies = answer_groups(handle, contexts, prompts, decode)
     out = []
     for ep, rs in zip(sessions_b, replies):
         context = transcripts[ep["episode"]]
         for q, reply in zip(ep["queries"], rs):
             out.append({"episode": ep["episode"], "query_id": q["id"], "prompt_sha256": _digest(context + q["prompt"]),
                         "response": reply})
-    _progress(label, len(sessions_b) - 1, len(sessions_b), f"answered ({len(out)} queries in one batch)", started)
+    _progress(label, len(sessions_b) - 1, len(sessions_b), f"answered ({batched(prompts)})", started)
     return out
 
 

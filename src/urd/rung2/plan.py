@@ -13,7 +13,7 @@ import math
 
 from ..core.config import merged_source
 from ..core.errors import InputError
-from ..cost.estimate import INSTRUCTION_TOKENS, QUERY_TOKENS, TRANSCRIPT_TOKENS, _seconds, lockstep
+from ..cost.estimate import INSTRUCTION_TOKENS, QUERY_TOKENS, TRANSCRIPT_TOKENS, _seconds, answered_at_once, lockstep
 
 PARTS = ("chains", "pareto", "dose")
 SOURCE = merged_source()
@@ -184,9 +184,10 @@ def chain_rows(config: dict, scale: str, step: str, task: str, system: str | Non
     c = settings(config, scale, "chains")
     chains, q = c.get("chains") or config["urd2"]["data"]["chains"], _queries(config, task)
     if step == "control":
-        return chains * (c["sessions"] + q)
+        return chains * c["sessions"] + answered_at_once(chains * q, q)
     if step == "answer":
-        return 0 if system in NO_MODEL_ANSWER else chains * (boundary + (1 if boundary > 1 else 0)) * q
+        answered = chains * (boundary + (1 if boundary > 1 else 0)) * q
+        return 0 if system in NO_MODEL_ANSWER else answered_at_once(answered, q)
     return chains
 
 
@@ -198,14 +199,15 @@ def sweep_rows(config: dict, scale: str, step: str, task: str, system: str | Non
     if step == "consolidate":
         return eps * points if system == "summary" else eps
     if step == "answer" and system not in NO_MODEL_ANSWER:
-        return eps * (len(p["budgets"]) if system in TEXT_SYSTEMS else points) * _queries(config, task)
+        q = _queries(config, task)
+        return answered_at_once(eps * (len(p["budgets"]) if system in TEXT_SYSTEMS else points) * q, q)
     return 0
 
 
 def dose_rows(config: dict, scale: str) -> int:
     """The dose job evaluates one (dose, task) at a time, every query of it in one batch."""
     d = settings(config, scale, "dose")
-    return max(d["episodes"] * _queries(config, t) for t in d["tasks"])
+    return max(answered_at_once(d["episodes"] * _queries(config, t), _queries(config, t)) for t in d["tasks"])
 
 
 def dose_cpu_seconds(config: dict, scale: str) -> int:
