@@ -35,10 +35,15 @@ def _speed(config: dict, scale: str) -> dict:
     return min(speeds.values(), key=lambda s: s["prefill_tokens_per_s"])
 
 
+def task_queries(config: dict, task: str) -> int:
+    """The queries of one episode of `task` (T2: its triggers and non-triggers)."""
+    t2 = config["tasks"]["t2"]
+    return config["queries"] if task == "t1" else t2["triggers"] + t2["non_triggers"]
+
+
 def _episodes_queries(config: dict, task: str) -> tuple[int, int]:
     eps = config.get("evaluate_episodes") or config["episodes"]
-    t2 = config["tasks"]["t2"]
-    per = config["queries"] if task == "t1" else t2["triggers"] + t2["non_triggers"]
+    per = task_queries(config, task)
     return eps, min(per, config.get("evaluate_queries") or per)
 
 
@@ -91,10 +96,10 @@ def controls_cpu_seconds(config: dict, scale: str, tasks: list[str], evaluations
 
 
 # --- a CPU job's memory and wall-time limit (what a cluster is asked for) -------------------
-# A job holds the model and, while it decodes, one recurrent state per row of its batch (every
-# query of a cell, or of every point of a sweep, decodes in one batch): its peak is a straight
-# line in the rows, measured per scale by benchmarks/job_memory.py (config `cpu_memory`).
-# Queries decode in batches of at most MAX_BATCH_ROWS rows (urd.harness.context).
+# A job holds the model and, while it decodes, one recurrent state per row of its batch (a
+# cell's queries decode in one batch, a sweep's in batches of whole contexts of up to
+# MAX_BATCH_ROWS: urd.harness.context): its peak is a straight line in the rows, measured per
+# scale by benchmarks/job_memory.py (config `cpu_memory`).
 
 
 def answered_at_once(rows: int, group: int) -> int:

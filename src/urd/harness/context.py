@@ -46,6 +46,12 @@ def batches(sizes: list[int], limit: int = MAX_BATCH_ROWS) -> list[range]:
     return out
 
 
+def batched(queries: list[list[str]]) -> str:
+    """How answer_groups decodes these queries, for a job's progress line."""
+    n, k = sum(map(len, queries)), len(batches([len(q) for q in queries]))
+    return f"{n} queries in one batch" if k == 1 else f"{n} queries in {k} batches of up to {MAX_BATCH_ROWS}"
+
+
 def answer_groups(handle, contexts: list[tuple[str, object]], queries: list[list[str]], decode: Decode,
                   limit: int = MAX_BATCH_ROWS) -> list[list[str]]:
     """Every query of every context: contexts[i] = (text, state) and queries[i] its queries,
@@ -97,9 +103,3 @@ class ContextAnswerer:
             tokens, state, max_new_tokens=decode.max_new_tokens, stop=decode.stop, keep_state=False
         )
         return gen.text
-
-
-def batched(queries: list[list[str]]) -> str:
-    """How answer_groups decodes these queries, for a job's progress line."""
-    n, k = sum(map(len, queries)), len(batches([len(q) for q in queries]))
-    return f"{n} queries in one batch" if k == 1 else f"{n} queries in {k} batches of up to {MAX_BATCH_ROWS}"

@@ -13,7 +13,15 @@ import math
 
 from ..core.config import merged_source
 from ..core.errors import InputError
-from ..cost.estimate import INSTRUCTION_TOKENS, QUERY_TOKENS, TRANSCRIPT_TOKENS, _seconds, answered_at_once, lockstep
+from ..cost.estimate import (
+    INSTRUCTION_TOKENS,
+    QUERY_TOKENS,
+    TRANSCRIPT_TOKENS,
+    _seconds,
+    answered_at_once,
+    lockstep,
+    task_queries,
+)
 
 PARTS = ("chains", "pareto", "dose")
 SOURCE = merged_source()
@@ -113,13 +121,8 @@ def dose_recipes(config: dict) -> list[str]:
 
 
 # --- estimates (CPU seconds, for the dry run's spend line) ----------------------------------
-def _queries(config: dict, task: str) -> int:
-    t2 = config["tasks"]["t2"]
-    return config["queries"] if task == "t1" else t2["triggers"] + t2["non_triggers"]
-
-
 def _task_sizes(config: dict, task: str) -> tuple[int, int]:
-    return TRANSCRIPT_TOKENS[task], _queries(config, task) * (QUERY_TOKENS + config["decode"][task]["max_new_tokens"])
+    return TRANSCRIPT_TOKENS[task], task_queries(config, task) * (QUERY_TOKENS + config["decode"][task]["max_new_tokens"])
 
 
 def _consolidate_tokens(config: dict, system: str, task: str, budget: int | None,
@@ -182,7 +185,7 @@ def chain_rows(config: dict, scale: str, step: str, task: str, system: str | Non
     of every session answered after `boundary` (and the fresh fiche's) in one batch, unless
     its system answers without the model."""
     c = settings(config, scale, "chains")
-    chains, q = c.get("chains") or config["urd2"]["data"]["chains"], _queries(config, task)
+    chains, q = c.get("chains") or config["urd2"]["data"]["chains"], task_queries(config, task)
     if step == "control":
         return chains * c["sessions"] + answered_at_once(chains * q, q)
     if step == "answer":
@@ -199,7 +202,7 @@ def sweep_rows(config: dict, scale: str, step: str, task: str, system: str | Non
     if step == "consolidate":
         return eps * points if system == "summary" else eps
     if step == "answer" and system not in NO_MODEL_ANSWER:
-        q = _queries(config, task)
+        q = task_queries(config, task)
         return answered_at_once(eps * (len(p["budgets"]) if system in TEXT_SYSTEMS else points) * q, q)
     return 0
 
@@ -207,7 +210,7 @@ def sweep_rows(config: dict, scale: str, step: str, task: str, system: str | Non
 def dose_rows(config: dict, scale: str) -> int:
     """The dose job evaluates one (dose, task) at a time, every query of it in one batch."""
     d = settings(config, scale, "dose")
-    return max(answered_at_once(d["episodes"] * _queries(config, t), _queries(config, t)) for t in d["tasks"])
+    return max(answered_at_once(d["episodes"] * q, q) for q in (task_queries(config, t) for t in d["tasks"]))
 
 
 def dose_cpu_seconds(config: dict, scale: str) -> int:
