@@ -33,6 +33,14 @@ def test_matches_wheel_trie_tokenizer(trie):
         assert tk.encode(t) == trie.encode(t), t
 
 
+def test_every_vocabulary_entry_is_the_wheels_token(trie):
+    """The vocabulary is read without literal_eval where a line needs none: every id must still
+    hold the wheel's bytes (quotes inside, escapes, bytes literals, spaces)."""
+    ours = tk.get_tokenizer().id_to_bytes
+    assert ours == trie.idx2token
+    assert len(ours) == 65529 and ours[tk.encode("'")[0]] == b"'" and ours[tk.encode('"')[0]] == b'"'
+
+
 def test_round_trip_and_count():
     for t in TEXTS:
         ids = tk.encode(t)

@@ -86,7 +86,9 @@ def test_meter_and_length_cheats_fail_the_job_with_a_clear_error(cell, system, m
     proc = consolidate(cell, system, out=f"{system}.jsonl")
     assert proc.returncode == 1
     last = proc.stderr.strip().splitlines()[-1]
-    assert re.search(rf"urd consolidate FAILED: system '{system}', episode 0: {message}", last), proc.stderr
+    plugin = re.escape(PLUGINS[system])  # a plug-in's error names its code: module:Class
+    assert re.search(rf"urd consolidate FAILED: system '{system}' \({plugin}\), episode 0: {message}", last), \
+        proc.stderr
     assert not (cell["dir"] / f"{system}.jsonl").exists()  # nothing half-written
 
 

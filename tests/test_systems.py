@@ -109,11 +109,37 @@ def test_control_prefills_the_shared_transcript_once(tiny_backbone, urd_config):
         ("control", {}, r"reserved 'control'"),
         ("broken", {"broken": "urd.nosuchmodule:X"}, r"plugins.broken: expected 'module:Class' naming an importable class"),
         ("noiface", {"noiface": "urd.systems.base:MemorySystem"}, r"a MemorySystem subclass implementing consolidate"),
+        # a plug-in under a built-in's name would publish its results as urd's
+        ("vanilla", {"vanilla": "urd.systems.gzip_tail:GzipTail"}, r"plugins.vanilla: expected a name no built-in system has"),
+        ("other", {"gzip_tail": "urd.systems.gzip_tail:GzipTail", "other": "urd.systems.vanilla:Vanilla"},
+         r"plugins.gzip_tail: expected a name no built-in system has"),
     ],
 )
 def test_registry_errors_are_clear(name, plugins, match):
     with pytest.raises(InputError, match=match):
         registry.resolve(name, plugins)
+
+
+def test_a_system_carries_the_name_it_is_registered_under(tiny_backbone, t1_episode):
+    """Two entries of one class (or a class that never set `name`) keep their own names in the
+    fiche records that rung 2's tables label points by, and a plug-in's contract breach names its
+    module:Class."""
+    from urd.harness.contract import BudgetViolation
+    from urd.harness.runner import consolidate_cell
+
+    plugins = {"tail_a": "urd.systems.gzip_tail:GzipTail", "tail_b": "urd.systems.gzip_tail:GzipTail"}
+    names = {}
+    for name in plugins:
+        system = registry.build(name, tiny_backbone, plugins)
+        names[name] = [r["system"] for r in consolidate_cell(system, "t1", [t1_episode], "over", 120, 10)]
+    assert names == {"tail_a": ["tail_a"], "tail_b": ["tail_b"]}
+    assert registry.build("gzip_tail", tiny_backbone, plugins).plugin is None  # the built-in is no plug-in
+    assert registry.build("tail_b", tiny_backbone, plugins).plugin == "urd.systems.gzip_tail:GzipTail"
+    greedy = registry.build("tail_a", tiny_backbone, plugins)
+    greedy.consolidate = lambda transcript, budget: transcript.encode()  # ignores its budget
+    with pytest.raises(BudgetViolation, match=r"^system 'tail_a' \(urd\.systems\.gzip_tail:GzipTail\), episode 0: "
+                                              r"fiche is \d+ bytes, over the 120-byte budget$"):
+        consolidate_cell(greedy, "t1", [t1_episode], "over", 120, 10)
 
 
 def test_summary_notes_may_run_as_long_as_the_budget_allows_and_the_estimate_bills_it(urd_config):

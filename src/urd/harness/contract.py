@@ -39,9 +39,14 @@ def exact_bytes(where: str, fiche) -> bytes:
     return bytes(memoryview(fiche))
 
 
+def naming(system: str, episode: int, plugin: str | None = None) -> str:
+    """How an error names the case: the system (with a plug-in's 'module:Class') and episode."""
+    return f"system {system!r}{f' ({plugin})' if plugin else ''}, episode {episode}"
+
+
 def check(system: str, episode: int, fiche, budget: int | None, declared: int, metered: int,
-          transcript_tokens: int, factor: int, out_of_contract: bool) -> Consolidation:
-    where = f"system {system!r}, episode {episode}"
+          transcript_tokens: int, factor: int, out_of_contract: bool, plugin: str | None = None) -> Consolidation:
+    where = naming(system, episode, plugin)
     fiche = exact_bytes(where, fiche)
     if not isinstance(declared, int) or declared < 0:
         raise BudgetViolation(f"{where}: declared consolidation tokens must be a non-negative int, got {declared!r}")

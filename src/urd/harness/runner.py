@@ -108,7 +108,7 @@ def _ready(system, sessions: list[dict]) -> tuple[ModelHandle, list[str], list[s
     transcripts = [ep["transcript"] for ep in sessions]
     for t in transcripts:
         handle.cache_prefix(handle.tokenizer.encode(t))
-    return handle, transcripts, [f"system {system.name!r}, episode {ep['episode']}" for ep in sessions]
+    return handle, transcripts, [contract.naming(system.name, ep["episode"], system.plugin) for ep in sessions]
 
 
 def _weigh(system, task, sessions, split, budget, factor, where, results) -> list[dict]:
@@ -117,7 +117,8 @@ def _weigh(system, task, sessions, split, budget, factor, where, results) -> lis
     for ep, w, (fiche, declared, metered) in zip(sessions, where, results):
         fiche = contract.exact_bytes(w, fiche)
         weighed = contract.check(system.name, ep["episode"], fiche, budget, declared, metered,
-                                 count_tokens(ep["transcript"]), factor, bool(system.out_of_contract))
+                                 count_tokens(ep["transcript"]), factor, bool(system.out_of_contract),
+                                 system.plugin)
         out.append(fiches.record(system.name, task, split, ep["episode"], fiche, weighed))
     return out
 

@@ -43,7 +43,8 @@ class MemorySystem:
     `self.backbone` is a metered ModelHandle (urd.harness.handle), never the raw model.
     """
 
-    name = "unnamed"
+    name = "unnamed"  # the registry sets the name the system is registered under
+    plugin: str | None = None  # a plug-in's 'module:Class' (set by the registry)
     out_of_contract = False
 
     def __init__(self, backbone, settings: dict | None = None):

@@ -25,16 +25,25 @@ BUILTIN = {
 RESERVED = {"control"}  # the in-session control's results directory
 
 
+def _table(plugins: dict | None, source: str = "config") -> dict[str, str]:
+    """Built-ins and plug-ins by name. A plug-in may not take a built-in's name: results,
+    fiches and tables say 'vanilla' only of urd's vanilla."""
+    clash = sorted(set(BUILTIN) & set(plugins or {}))
+    if clash:
+        raise InputError(source, f"plugins.{clash[0]}", "a name no built-in system has", clash[0])
+    return {**BUILTIN, **(plugins or {})}
+
+
 def system_module(name: str, plugins: dict | None = None) -> str:
     """The module that defines system ``name`` (its code digest's entry), without importing it."""
-    target = {**BUILTIN, **(plugins or {})}.get(name)
+    target = _table(plugins).get(name)
     if target is None:
         raise InputError("config", "systems", "a known system or a plugins entry", name)
     return target.partition(":")[0]
 
 
 def resolve(name: str, plugins: dict | None = None, source: str = "config") -> type:
-    table = {**BUILTIN, **(plugins or {})}
+    table = _table(plugins, source)
     if name in RESERVED:
         raise InputError(source, f"systems.{name}", "a system name other than the reserved 'control'")
     if name not in table:
@@ -60,8 +69,15 @@ def resolve(name: str, plugins: dict | None = None, source: str = "config") -> t
 
 
 def build(name: str, backbone, plugins: dict | None = None, settings: dict | None = None):
+    """System `name` on `backbone`. It carries the name it is registered under, whatever its
+    class says: that name keys its results, its fiche records and its points in rung 2's tables,
+    so two entries of one class, or a class that never set `name`, stay apart. A plug-in also
+    carries its 'module:Class', for errors that name the code at fault."""
     cls = resolve(name, plugins)
     system = cls(backbone, settings or {})
     if not isinstance(system, MemorySystem):
         raise InputError("config", f"plugins.{name}", "a subclass of urd.systems.base.MemorySystem", type(system).__name__)
+    system.name = name
+    if name in (plugins or {}):
+        system.plugin = plugins[name]
     return system
