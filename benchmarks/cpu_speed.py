@@ -1,0 +1,135 @@
+"""The CPU speed of the backbone as a workflow job runs it: the four numbers of config `cpu_speed`.
+
+    .venv/bin/python benchmarks/cpu_speed.py [--shape tiny|0.1b|0.4b] [--threads 1,2] [--repeats 3]
+
+A job runs with as many torch threads as its rule declares: Snakemake sets OMP_NUM_THREADS
+(and MKL's, OpenBLAS's) to the job's `threads`, 1 for every rule that runs the model, and the
+SLURM profile gives each job one CPU. Each measurement here is a fresh process with those
+variables set to the thread count, on a random-weight checkpoint of the shape, timing:
+
+* startup_s: from the process's start to the model loaded (interpreter, torch, checkpoint);
+* prefill_tokens_per_s: one T1 transcript through the sequence pass (the prefill job's work);
+* decode_ms_per_token: one row decoding 32 tokens, one forward a token;
+* batch_tokens_per_s: the T1 queries of 6 episodes (150 rows, 12 new tokens at most) answered in
+  one batch from their session-B headers (urd.harness.context.answer_groups, as an answer job
+  does), in the estimate's units: each query counted as 16 prompt tokens + 12
+  (urd.cost.estimate.cell_cpu_seconds).
+
+Each thread count's figure is the best of `--repeats` fresh processes (the machine may be shared),
+run round-robin so drift over minutes does not become a ratio. Prints each, the ratio of the
+first thread count to the others, and the `cpu_speed` entry for the first (the jobs' count).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from rung1_cpu import SHAPES
+
+QUERY_TOKENS, NEW_TOKENS, EPISODES, QUERIES = 16, 12, 6, 25
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")  # as Snakemake sets them
+
+
+def child(checkpoint: str, spawned: float) -> dict:
+    from urd.backbone.adapter import Backbone
+    from urd.core.config import load_config
+    from urd.data import calibrate, views
+    from urd.harness.context import Decode, answer_groups
+    from urd.harness.runner import as_handle
+
+    bb = Backbone.load(checkpoint)
+    bb.tokenizer.encode("warm")
+    startup = time.time() - spawned
+    import torch
+
+    config = load_config()
+    episodes = [calibrate.t1_episode(config, i) for i in range(EPISODES)]
+    transcript = bb.tokenizer.encode(episodes[0]["transcript"])
+    bb.prefill(transcript[:16])  # TorchScript compiles on its first calls
+    t = time.perf_counter()
+    _, state = bb.prefill(transcript)
+    prefill = time.perf_counter() - t
+    t = time.perf_counter()
+    bb.generate(transcript[-8:], state, max_new_tokens=32, stop=(), keep_state=False)
+    decode = (time.perf_counter() - t) / 32  # 8 prompt tokens included: negligible next to 32 steps
+    b = [views.session_b(e) for e in episodes]
+    contexts = [(f"{e['header']}\n", None) for e in b]
+    t = time.perf_counter()
+    replies = answer_groups(as_handle(bb), contexts, [[q["prompt"] for q in e["queries"]][:QUERIES] for e in b],
+                            Decode(max_new_tokens=NEW_TOKENS))
+    batch = time.perf_counter() - t
+    rows = sum(map(len, replies))
+    return {"threads": torch.get_num_threads(), "startup_s": startup, "prefill_tokens": len(transcript),
+            "prefill_tokens_per_s": len(transcript) / prefill, "decode_ms_per_token": 1000 * decode,
+            "rows": rows, "batch_s": batch, "batch_tokens_per_s": rows * (QUERY_TOKENS + NEW_TOKENS) / batch}
+
+
+def measure(checkpoint, threads: int) -> dict:
+    env = {**os.environ, **{v: str(threads) for v in THREAD_VARIABLES}}
+    spawned = time.time()
+    out = subprocess.run([sys.executable, __file__, "--child", str(checkpoint), repr(spawned)],
+                         capture_output=True, text=True, check=True, env=env)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def best(runs: list[dict]) -> dict:
+    """Each figure's best run: the fastest speed, the shortest time."""
+    return {"threads": runs[0]["threads"], "startup_s": min(r["startup_s"] for r in runs),
+            "prefill_tokens_per_s": max(r["prefill_tokens_per_s"] for r in runs),
+            "decode_ms_per_token": min(r["decode_ms_per_token"] for r in runs),
+            "batch_tokens_per_s": max(r["batch_tokens_per_s"] for r in runs)}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="0.1b")
+    ap.add_argument("--threads", default="1,2", help="torch threads per job, the jobs' own count first")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--child", nargs=2, metavar=("CHECKPOINT", "SPAWNED"), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(args.child[0], float(args.child[1]))))
+        return 0
+
+    from urd.backbone.tiny import write_tiny_checkpoint
+
+    counts = [int(t) for t in args.threads.split(",")]
+    runs = {n: [] for n in counts}
+    with tempfile.TemporaryDirectory() as tmp:
+        ckpt = write_tiny_checkpoint(Path(tmp) / "random.pth", seed=1, **SHAPES[args.shape])
+        for r in range(args.repeats):
+            for n in counts:
+                run = measure(ckpt, n)
+                runs[n].append(run)
+                print(f"round {r + 1}, {run['threads']} thread(s): start-up {run['startup_s']:.1f} s, prefill "
+                      f"{run['prefill_tokens_per_s']:.0f} tokens/s ({run['prefill_tokens']} tokens), decode "
+                      f"{run['decode_ms_per_token']:.1f} ms/token, batch {run['batch_tokens_per_s']:.0f} tokens/s "
+                      f"({run['rows']} rows in {run['batch_s']:.1f} s)", flush=True)
+    bests = {n: best(rs) for n, rs in runs.items()}
+    print(f"{args.shape} shape, random weights, CPU fp32, best of {args.repeats} (os.cpu_count() {os.cpu_count()}, "
+          f"load average {os.getloadavg()[0]:.2f}):")
+    for n, b in bests.items():
+        print(f"  {n} thread(s): startup_s {b['startup_s']:.1f}, prefill_tokens_per_s {b['prefill_tokens_per_s']:.0f}, "
+              f"decode_ms_per_token {b['decode_ms_per_token']:.1f}, batch_tokens_per_s {b['batch_tokens_per_s']:.0f}")
+    first = bests[counts[0]]
+    for n in counts[1:]:
+        o = bests[n]
+        print(f"  {counts[0]} against {n} thread(s): prefill {o['prefill_tokens_per_s'] / first['prefill_tokens_per_s']:.2f}x "
+              f"slower, decode {first['decode_ms_per_token'] / o['decode_ms_per_token']:.2f}x, batch "
+              f"{o['batch_tokens_per_s'] / first['batch_tokens_per_s']:.2f}x")
+    print(f"cpu_speed entry at {counts[0]} thread(s): {{prefill_tokens_per_s: {first['prefill_tokens_per_s']:.0f}, "
+          f"decode_ms_per_token: {first['decode_ms_per_token']:.0f}, batch_tokens_per_s: "
+          f"{first['batch_tokens_per_s']:.0f}, startup_s: {first['startup_s']:.0f}}}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
