@@ -82,9 +82,11 @@ def resources(stdout: str, rule: str) -> list[dict]:
     for block in stdout.split("\nrule ")[1:]:
         if block.split(":", 1)[0] != rule:
             continue
-        wc = dict(re.findall(r"(\w+)=([\w.]+)", re.search(r"wildcards: (.*)", block)[1]))
+        wildcards = re.search(r"wildcards: (.*)", block)
+        wc = dict(re.findall(r"(\w+)=([\w.]+)", wildcards[1])) if wildcards else {}
         res = {k: int(v) for k, v in re.findall(r"(cpu_seconds|mem_mb|runtime)=(\d+)", block)}
-        out.append({**wc, **res})
+        threads = re.search(r"^\s+threads: (\d+)$", block, re.M)  # Snakemake prints it when not 1
+        out.append({**wc, **res, "threads": int(threads[1]) if threads else 1})
     return out
 
 
@@ -102,6 +104,13 @@ def test_the_model_jobs_of_the_dag_declare_their_memory_and_time(tmp_path, urd_c
         assert job["cpu_seconds"] == seconds and job["runtime"] == 2 * math.ceil(seconds / 60) + 10
     for rule in ("prefill", "control", "consolidate"):
         assert all(job["mem_mb"] >= m["model_mb"] for job in resources(r.stdout, rule)), rule
+    # config cpu_speed is measured at one torch thread: the thread count these jobs get (Snakemake
+    # sets OMP_NUM_THREADS to a job's threads), so their declared CPU time is at that speed
+    model_rules = {rule for rule in re.findall(r"^rule (\w+):", r.stdout, re.M)
+                   if any("mem_mb" in job and "cpu_seconds" in job for job in resources(r.stdout, rule))}
+    assert {"prefill", "control", "consolidate", "answer", "sweep_answer"} <= model_rules
+    assert {rule: {job["threads"] for job in resources(r.stdout, rule)} for rule in model_rules} == \
+           {rule: {1} for rule in model_rules}
     sweeps = {job["system"]: job["mem_mb"] for job in resources(r.stdout, "sweep_answer") if job["task"] == "t1"}
     # summary's 4,200 queries: the model and a full batch; vanilla answers without the model
     assert sweeps["summary"] == math.ceil(m["model_mb"] + MAX_BATCH_ROWS * m["row_mb"])
