@@ -23,10 +23,11 @@ rule all:
     input: "cpu.txt", "gpu.txt"
 
 # Each job reports where SLURM ran it (the job id proves it did not run locally), the memory
-# it was given and its time limit.
+# it was given, its time limit and its CPUs.
 REPORT = (
     "echo partition=$SLURM_JOB_PARTITION gpus=${{CUDA_VISIBLE_DEVICES:-none}} job=${{SLURM_JOB_ID:-none}}"
-    " mem=$(squeue -h -j $SLURM_JOB_ID -o %m) limit=$(squeue -h -j $SLURM_JOB_ID -o %l) > {output}"
+    " mem=$(squeue -h -j $SLURM_JOB_ID -o %m) limit=$(squeue -h -j $SLURM_JOB_ID -o %l)"
+    " cpus=$(squeue -h -j $SLURM_JOB_ID -o %C) > {output}"
 )
 
 # declares what urd's model jobs declare (urd.cost.estimate.job_resources), in place of the
@@ -36,8 +37,10 @@ rule cpu_job:
     resources: mem_mb=1500, runtime=7
     shell: REPORT
 
+# a tuning job's threads (config replay.threads): torch runs that many, so SLURM must give them
 rule gpu_job:
     output: "gpu.txt"
+    threads: 2
     resources: gpu=1
     shell: REPORT
 """
@@ -67,8 +70,9 @@ def test_two_rule_workflow_routes_gpu_job_to_gpu_partition(slurm_cluster, tmp_pa
     cpu, gpu = report(tmp_path / "cpu.txt"), report(tmp_path / "gpu.txt")
     assert gpu["partition"] == "gpu" and gpu["gpus"] == "0", gpu
     assert cpu["partition"] == "cpu" and cpu["gpus"] == "none", cpu
-    assert (cpu["mem"], cpu["limit"]) == ("1500M", "7:00"), cpu
+    assert (cpu["mem"], cpu["limit"], cpu["cpus"]) == ("1500M", "7:00", "1"), cpu
     assert (gpu["mem"], gpu["limit"]) == ("2000M", "1:00:00"), gpu  # the profile's defaults
+    assert gpu["cpus"] == "2", gpu  # the rule's threads, not a profile-wide default
     assert cpu["job"].isdigit() and gpu["job"].isdigit() and cpu["job"] != gpu["job"]
     print(f"2-rule workflow through SLURM: {wall:.1f} s (cluster set-up {slurm_cluster.setup_seconds:.2f} s)")
 
