@@ -4,12 +4,15 @@
 
 A job runs with as many torch threads as its rule declares: Snakemake sets OMP_NUM_THREADS
 (and MKL's, OpenBLAS's) to the job's `threads`, 1 for every rule that runs the model, and the
-SLURM profile gives each job one CPU. Each measurement here is a fresh process with those
-variables set to the thread count, on a random-weight checkpoint of the shape, timing:
+SLURM profile asks for as many CPUs as threads. Each measurement here is a fresh process with
+those variables set to the thread count, on a random-weight checkpoint of the shape, through
+the paths the jobs take (urd.backbone.batch), timing:
 
 * startup_s: from the process's start to the model loaded (interpreter, torch, checkpoint);
-* prefill_tokens_per_s: one T1 transcript through the sequence pass (the prefill job's work);
-* decode_ms_per_token: one row decoding 32 tokens, one forward a token;
+* prefill_tokens_per_s: one T1 transcript through the sequence pass (batch.prefill: the prefill
+  job's work, and every transcript or context a job caches);
+* decode_ms_per_token: one row of the batched decoder, 32 tokens, one forward a token (the
+  steps of summary's notes), after a warm-up decode;
 * batch_tokens_per_s: the T1 queries of 6 episodes (150 rows, 12 new tokens at most) answered in
   one batch from their session-B headers (urd.harness.context.answer_groups, as an answer job
   does), in the estimate's units: each query counted as 16 prompt tokens + 12
@@ -34,12 +37,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from rung1_cpu import SHAPES
 
+REPO = Path(__file__).resolve().parents[1]
 QUERY_TOKENS, NEW_TOKENS, EPISODES, QUERIES = 16, 12, 6, 25
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")  # as Snakemake sets them
 
 
 def child(checkpoint: str, spawned: float) -> dict:
     from urd.backbone.adapter import Backbone
+    from urd.backbone.batch import generate_batch
+    from urd.backbone.batch import prefill as sequence_prefill
     from urd.core.config import load_config
     from urd.data import calibrate, views
     from urd.harness.context import Decode, answer_groups
@@ -53,13 +59,14 @@ def child(checkpoint: str, spawned: float) -> dict:
     config = load_config()
     episodes = [calibrate.t1_episode(config, i) for i in range(EPISODES)]
     transcript = bb.tokenizer.encode(episodes[0]["transcript"])
-    bb.prefill(transcript[:16])  # TorchScript compiles on its first calls
+    sequence_prefill(bb, transcript[:64])  # first calls pay for allocation and packing
     t = time.perf_counter()
-    _, state = bb.prefill(transcript)
+    _, state = sequence_prefill(bb, transcript)
     prefill = time.perf_counter() - t
+    generate_batch(bb, [transcript[-2:]], state, max_new_tokens=4, stop=())
     t = time.perf_counter()
-    bb.generate(transcript[-8:], state, max_new_tokens=32, stop=(), keep_state=False)
-    decode = (time.perf_counter() - t) / 32  # 8 prompt tokens included: negligible next to 32 steps
+    (gen,) = generate_batch(bb, [transcript[-2:]], state, max_new_tokens=32, stop=())
+    decode = (time.perf_counter() - t) / len(gen.tokens)  # a random model may end early (token 0)
     b = [views.session_b(e) for e in episodes]
     contexts = [(f"{e['header']}\n", None) for e in b]
     t = time.perf_counter()
@@ -76,7 +83,9 @@ def measure(checkpoint, threads: int) -> dict:
     env = {**os.environ, **{v: str(threads) for v in THREAD_VARIABLES}}
     spawned = time.time()
     out = subprocess.run([sys.executable, __file__, "--child", str(checkpoint), repr(spawned)],
-                         capture_output=True, text=True, check=True, env=env)
+                         capture_output=True, text=True, env=env, cwd=REPO)  # config/ is read from the root
+    if out.returncode != 0:
+        raise SystemExit(f"cpu_speed: a measurement at {threads} thread(s) failed:\n{out.stderr}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

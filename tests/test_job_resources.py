@@ -105,7 +105,8 @@ def test_the_model_jobs_of_the_dag_declare_their_memory_and_time(tmp_path, urd_c
     for rule in ("prefill", "control", "consolidate"):
         assert all(job["mem_mb"] >= m["model_mb"] for job in resources(r.stdout, rule)), rule
     # config cpu_speed is measured at one torch thread: the thread count these jobs get (Snakemake
-    # sets OMP_NUM_THREADS to a job's threads), so their declared CPU time is at that speed
+    # sets OMP_NUM_THREADS to a job's threads), so their declared CPU time is at that speed (rung
+    # 1's model rules and the sweep's here; the chains' and dose's rules declare no threads either)
     model_rules = {rule for rule in re.findall(r"^rule (\w+):", r.stdout, re.M)
                    if any("mem_mb" in job and "cpu_seconds" in job for job in resources(r.stdout, rule))}
     assert {"prefill", "control", "consolidate", "answer", "sweep_answer"} <= model_rules
