@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
@@ -21,6 +22,13 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO
+
+
+# The suite runs on two xdist workers (pyproject's addopts). Each worker's torch then keeps to one
+# thread: two workers' thread pools spinning on two cores made one batch test 27x slower.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
 
 
 def pytest_collection_modifyitems(items):
@@ -54,9 +62,19 @@ REDUCED = ["--config", "evaluate_episodes=1", "evaluate_queries=2"]
 @pytest.fixture(scope="session")
 def vanilla_built(tmp_path_factory):
     """One reduced build of `vanilla` on tiny in a fresh copy (data, checkpoint, prefill, control,
-    cells, summary), for the tests that add to it; each works on its own copy (:func:`copy_of`)."""
-    wf = copy_workflow(tmp_path_factory.mktemp("vanilla") / "wf")
-    snakemake(wf, "results/urd/tiny/summary.json", *REDUCED, "systems=[vanilla]", check=True)
+    cells, summary), for the tests that add to it; each works on its own copy (:func:`copy_of`).
+    Built once a run: the xdist workers share it (the first to ask builds it, under a lock)."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's folder, above each worker's own
+    home, wf = root / "vanilla", root / "vanilla" / "wf"
+    with open(root / "vanilla.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (home / "built").exists():
+            shutil.rmtree(home, ignore_errors=True)
+            copy_workflow(wf)
+            snakemake(wf, "results/urd/tiny/summary.json", *REDUCED, "systems=[vanilla]", check=True)
+            (home / "built").write_text("")
     return wf
 
 

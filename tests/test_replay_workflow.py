@@ -84,7 +84,6 @@ def squeue_partitions(env: dict) -> dict[str, set[str]]:
     return parts
 
 
-@pytest.mark.xdist_group("slurm")  # the one test cluster: one worker
 def test_tiny_replay_target_runs_through_the_slurm_profile(slurm_cluster, wf):
     env = {**slurm_cluster.env, "PYTHONPATH": str(SRC)}
     # The shared inputs (data, tiny checkpoint, their verify stamps) are built locally first: each

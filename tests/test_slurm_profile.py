@@ -57,7 +57,6 @@ def test_profile_entry_points_exist():
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("slurm")  # the one test cluster: one worker
 def test_two_rule_workflow_routes_gpu_job_to_gpu_partition(slurm_cluster, tmp_path):
     (tmp_path / "Snakefile").write_text(SNAKEFILE)
     (tmp_path / "slurm").symlink_to(REPO / "slurm")
