@@ -63,7 +63,9 @@ def test_rung2_rows_count_what_one_batch_decodes(urd_config):
     assert plan.sweep_rows(c, "0.1b", "answer", "t1", "retrieval") == 2 * len(p["budgets"]) * 25 == 350
     assert plan.sweep_rows(c, "0.1b", "answer", "t1", "state_carry") == min(2 * points * 25, MAX_BATCH_ROWS)
     p["episodes"] = eps
-    assert plan.sweep_rows(c, "0.1b", "answer", "t1", "vanilla") == 0  # answers without the model
+    assert plan.sweep_rows(c, "0.1b", "answer", "t1", "symbolic") == 0  # answers without the model
+    # vanilla decodes every query from its empty fiche (estimated as one fiche a budget)
+    assert plan.sweep_rows(c, "0.1b", "answer", "t1", "vanilla") == answered_at_once(eps * len(p["budgets"]) * 25, 25)
     assert plan.sweep_rows(c, "0.1b", "consolidate", "t1", "summary") == eps * points  # every note at once
     assert plan.sweep_rows(c, "0.1b", "consolidate", "t1", "gzip_tail") == eps
     chains = ch["chains"] or c["urd2"]["data"]["chains"]
@@ -113,6 +115,41 @@ def test_the_model_jobs_of_the_dag_declare_their_memory_and_time(tmp_path, urd_c
     assert {rule: {job["threads"] for job in resources(r.stdout, rule)} for rule in model_rules} == \
            {rule: {1} for rule in model_rules}
     sweeps = {job["system"]: job["mem_mb"] for job in resources(r.stdout, "sweep_answer") if job["task"] == "t1"}
-    # summary's 4,200 queries: the model and a full batch; vanilla answers without the model
+    # summary's 4,200 queries: the model and a full batch; vanilla decodes its queries too
     assert sweeps["summary"] == math.ceil(m["model_mb"] + MAX_BATCH_ROWS * m["row_mb"])
-    assert sweeps["vanilla"] == math.ceil(m["model_mb"])
+    assert sweeps["vanilla"] == math.ceil(m["model_mb"] + plan.sweep_rows(urd_config, "0.1b", "answer", "t1", "vanilla")
+                                          * m["row_mb"]) > math.ceil(m["model_mb"])
+
+
+def test_a_system_is_priced_by_its_class_whatever_name_it_is_registered_under(urd_config):
+    """A second entry of summary's class is priced as summary, at its own settings: rung 1's
+    cells, rung 2's sweep (every point's notes in one batch) and chains. A class's flags, not its
+    name, say what a job runs: text work, the model, or notes."""
+    from urd.cost.estimate import _seconds
+
+    c = copy.deepcopy(urd_config)
+    c["plugins"] = {"notes": "urd.systems.summary:Summary", "tail": "urd.systems.gzip_tail:GzipTail",
+                    "lookup": "urd.systems.symbolic:Symbolic"}
+    c["system_settings"]["notes"] = copy.deepcopy(c["system_settings"]["summary"])
+    start_up = _seconds(c, "0.1b")
+    for split in ("over", "sanity"):
+        price = cell_cpu_seconds(c, "0.1b", "t1", "consolidate", "notes", split)
+        assert price == cell_cpu_seconds(c, "0.1b", "t1", "consolidate", "summary", split) > start_up
+        assert plan.chain_cpu_seconds(c, "0.1b", "consolidate", "t1", "notes", split) == \
+            plan.chain_cpu_seconds(c, "0.1b", "consolidate", "t1", "summary", split)
+    sweep = plan.sweep_cpu_seconds(c, "0.1b", "consolidate", "t1", "notes")
+    assert sweep == plan.sweep_cpu_seconds(c, "0.1b", "consolidate", "t1", "summary") > start_up
+    p = c["urd2"]["pareto"]
+    assert plan.sweep_rows(c, "0.1b", "consolidate", "t1", "notes") == p["episodes"] * len(p["budgets"]) * len(p["caps"])
+    # its own settings: notes capped at 8 tokens cost less than summary's
+    c["system_settings"]["notes"] = {"max_new_tokens": 8}
+    assert start_up < cell_cpu_seconds(c, "0.1b", "t1", "consolidate", "notes", "sanity") < \
+        cell_cpu_seconds(c, "0.1b", "t1", "consolidate", "summary", "sanity")
+    assert plan.sweep_cpu_seconds(c, "0.1b", "consolidate", "t1", "notes") < sweep
+    # text work reads no transcript; an answer from the fiche alone decodes nothing
+    assert plan.sweep_cpu_seconds(c, "0.1b", "consolidate", "t1", "tail") == start_up
+    assert plan.chain_cpu_seconds(c, "0.1b", "consolidate", "t1", "tail", "over") == start_up
+    assert plan.sweep_cpu_seconds(c, "0.1b", "consolidate", "t1", "state_carry") > start_up
+    assert plan.chain_cpu_seconds(c, "0.1b", "answer", "t1", "lookup", boundary=3) == start_up
+    assert plan.chain_rows(c, "0.1b", "answer", "t1", "lookup", 3) == 0
+    assert plan.chain_cpu_seconds(c, "0.1b", "answer", "t1", "vanilla", boundary=3) > start_up

@@ -20,9 +20,10 @@ TRANSCRIPT_TOKENS = {"t1": 1850, "t2": 180}
 QUERY_TOKENS = 16
 FICHE_CONTEXT_TOKENS = {"over": 60, "sanity": 400}
 # What a consolidation forwards beyond the transcript (whose state the prefill job computed
-# once): summary writes its notes; the rest read text or an artifact.
+# once): a system that writes notes (summary) reads an instruction and decodes them; the rest
+# read text, the state or an artifact.
 HEADER_TOKENS = 40
-# summary's instruction after the transcript (urd.systems.summary.INSTRUCTION): read once a note
+# the instruction after the transcript (urd.systems.summary.INSTRUCTION): read once a note
 INSTRUCTION_TOKENS = 30
 
 
@@ -66,6 +67,21 @@ def lockstep(lengths) -> dict:
     return {"decode": steps, "batched": sum(lengths) - steps}
 
 
+def system_class(config: dict, system: str) -> type:
+    """The class of config's system `system` (a built-in or plug-in): what it is priced as
+    (urd.systems.base.MemorySystem's consolidates_from_text, answers_with_model, notes_tokens),
+    whatever name it is registered under."""
+    from ..systems import registry
+
+    return registry.resolve(system, config.get("plugins"))
+
+
+def notes_tokens(config: dict, system: str, budget_bytes: int | None) -> int:
+    """At most how many tokens one episode's consolidation by `system` decodes, at its own settings."""
+    settings = config.get("system_settings", {}).get(system, {})
+    return system_class(config, system).notes_tokens(budget_bytes, settings)
+
+
 def cell_cpu_seconds(config: dict, scale: str, task: str, step: str, system: str | None = None,
                      split: str | None = None) -> int:
     """CPU seconds of one job of a cell: prefill, control, consolidate or answer."""
@@ -76,12 +92,10 @@ def cell_cpu_seconds(config: dict, scale: str, task: str, step: str, system: str
     if step == "control":
         return _seconds(config, scale, batched=rows)
     if step == "consolidate":
-        if system != "summary":
-            return _seconds(config, scale)
-        from ..systems.summary import note_tokens
-
         budget = config["profiles"][config["profile"]]["budgets"].get(split) if split else None
-        written = note_tokens(budget, config.get("system_settings", {}).get("summary", {}))
+        written = notes_tokens(config, system, budget)
+        if not written:  # the transcript's state comes from the prefill job
+            return _seconds(config, scale)
         return _seconds(config, scale, prefill=eps * INSTRUCTION_TOKENS, **lockstep([written] * eps))  # one batch
     if step == "answer":
         context = HEADER_TOKENS + FICHE_CONTEXT_TOKENS.get(split, 400)

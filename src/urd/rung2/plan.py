@@ -20,15 +20,13 @@ from ..cost.estimate import (
     _seconds,
     answered_at_once,
     lockstep,
+    notes_tokens,
+    system_class,
     task_queries,
 )
 
 PARTS = ("chains", "pareto", "dose")
 SOURCE = merged_source()
-# systems that never run the model while consolidating (estimates only)
-TEXT_SYSTEMS = frozenset({"vanilla", "gzip_tail", "retrieval", "symbolic"})
-# systems that answer without decoding (their answer jobs cost a start-up)
-NO_MODEL_ANSWER = frozenset({"vanilla", "symbolic"})
 
 
 def settings(config: dict, scale: str, part: str) -> dict:
@@ -127,17 +125,25 @@ def _task_sizes(config: dict, task: str) -> tuple[int, int]:
 
 def _consolidate_tokens(config: dict, system: str, task: str, budget: int | None,
                         cap: int | None = None) -> tuple[int, int]:
-    """(prefill, decode) tokens of one episode's consolidation (summary's notes stop at the cap)."""
+    """(prefill, decode) tokens of one episode's consolidation (notes stop at the cap), as its
+    system's class is priced (urd.cost.estimate.system_class)."""
     transcript, _ = _task_sizes(config, task)
-    if system in TEXT_SYSTEMS:
+    if system_class(config, system).consolidates_from_text:
         return 0, 0
-    if system == "summary":
-        from ..systems.summary import note_tokens
-
-        notes = note_tokens(budget, config.get("system_settings", {}).get("summary", {}))
+    notes = notes_tokens(config, system, budget)
+    if notes:
         cap = config["consolidation_factor"] if cap is None else cap
         return transcript + INSTRUCTION_TOKENS, max(0, min(notes, cap * transcript - transcript))
     return transcript, 0
+
+
+def _answers_with_model(config: dict, system: str) -> bool:
+    return system_class(config, system).answers_with_model
+
+
+def _writes_points_together(config: dict, system: str) -> bool:
+    """A system with consolidate_sweep() writes every point of a sweep in one batch."""
+    return callable(getattr(system_class(config, system), "consolidate_sweep", None))
 
 
 def chain_cpu_seconds(config: dict, scale: str, step: str, task: str, system: str | None = None,
@@ -149,7 +155,7 @@ def chain_cpu_seconds(config: dict, scale: str, step: str, task: str, system: st
         pre, dec = _consolidate_tokens(config, system, task, c["budgets"].get(split))
         return _seconds(config, scale, prefill=chains * pre, **lockstep([dec] * chains))  # one batch a boundary
     if step == "answer":
-        if system in NO_MODEL_ANSWER:
+        if not _answers_with_model(config, system):
             return _seconds(config, scale)
         answered = boundary + (1 if boundary > 1 else 0)
         return _seconds(config, scale, prefill=chains * answered * 400, batched=chains * answered * rows)
@@ -164,14 +170,22 @@ def sweep_cpu_seconds(config: dict, scale: str, step: str, task: str, system: st
     eps, points = p["episodes"], len(p["budgets"]) * len(p["caps"])
     transcript, rows = _task_sizes(config, task)
     if step == "consolidate":
-        # each transcript read once for every point; summary writes all points' notes in one
-        # batch (Summary.consolidate_sweep), the longest setting the steps
+        # each transcript read once for every point; a system with consolidate_sweep (summary)
+        # writes all points' notes in one batch, the longest setting the steps; any other writes
+        # a point's episodes in one batch, point after point
         tokens = [_consolidate_tokens(config, system, task, b, c) for b in p["budgets"] for c in p["caps"]]
-        read = transcript + sum(pre - transcript for pre, _ in tokens) if system not in TEXT_SYSTEMS else 0
-        return _seconds(config, scale, prefill=eps * read, **lockstep(n for _, n in tokens for _ in range(eps)))
+        text = system_class(config, system).consolidates_from_text
+        read = 0 if text else transcript + sum(pre - transcript for pre, _ in tokens)
+        if _writes_points_together(config, system):
+            steps = lockstep(n for _, n in tokens for _ in range(eps))
+        else:
+            each = [lockstep([n] * eps) for _, n in tokens]
+            steps = {k: sum(s[k] for s in each) for k in ("decode", "batched")}
+        return _seconds(config, scale, prefill=eps * read, **steps)
     if step == "answer":
-        distinct = points if system not in TEXT_SYSTEMS else len(p["budgets"])
-        if system in NO_MODEL_ANSWER:
+        # a text system's fiche depends on the budget alone, so its caps share their answers
+        distinct = len(p["budgets"]) if system_class(config, system).consolidates_from_text else points
+        if not _answers_with_model(config, system):
             return _seconds(config, scale)
         return _seconds(config, scale, prefill=eps * distinct * 400, batched=eps * distinct * rows)
     return _seconds(config, scale)
@@ -190,7 +204,7 @@ def chain_rows(config: dict, scale: str, step: str, task: str, system: str | Non
         return chains * c["sessions"] + answered_at_once(chains * q, q)
     if step == "answer":
         answered = chains * (boundary + (1 if boundary > 1 else 0)) * q
-        return 0 if system in NO_MODEL_ANSWER else answered_at_once(answered, q)
+        return answered_at_once(answered, q) if _answers_with_model(config, system) else 0
     return chains
 
 
@@ -200,10 +214,11 @@ def sweep_rows(config: dict, scale: str, step: str, task: str, system: str | Non
     p = settings(config, scale, "pareto")
     eps, points = p["episodes"], len(p["budgets"]) * len(p["caps"])
     if step == "consolidate":
-        return eps * points if system == "summary" else eps
-    if step == "answer" and system not in NO_MODEL_ANSWER:
+        return eps * points if _writes_points_together(config, system) else eps
+    if step == "answer" and _answers_with_model(config, system):
         q = task_queries(config, task)
-        return answered_at_once(eps * (len(p["budgets"]) if system in TEXT_SYSTEMS else points) * q, q)
+        text = system_class(config, system).consolidates_from_text
+        return answered_at_once(eps * (len(p["budgets"]) if text else points) * q, q)
     return 0
 
 

@@ -46,6 +46,16 @@ class MemorySystem:
     name = "unnamed"  # the registry sets the name the system is registered under
     plugin: str | None = None  # a plug-in's 'module:Class' (set by the registry)
     out_of_contract = False
+    # What the dry run's estimate prices (urd.cost.estimate, urd.rung2.plan), read from the class
+    # so that every entry of a class is priced alike. The defaults price a system that reads the
+    # transcript with the model, writes nothing, and decodes its answers.
+    consolidates_from_text = False  # True: consolidation runs no forward (its fiche is text work)
+    answers_with_model = True  # False: answers come from the fiche without a forward
+
+    @classmethod
+    def notes_tokens(cls, budget_bytes: int | None, settings: dict) -> int:
+        """At most how many tokens one episode's consolidation decodes (0: it decodes none)."""
+        return 0
 
     def __init__(self, backbone, settings: dict | None = None):
         self.backbone = backbone if isinstance(backbone, ModelHandle) else ModelHandle(backbone)

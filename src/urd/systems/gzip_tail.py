@@ -27,6 +27,7 @@ def longest_fitting_tail(transcript: str, budget: int | None) -> bytes:
 
 class GzipTail(MemorySystem):
     name = "gzip_tail"
+    consolidates_from_text = True
 
     def consolidate(self, transcript, budget_bytes, prior=None):
         # in a chain, the previous tail comes before this session: recency across sessions too

@@ -36,6 +36,7 @@ def pack_lines(lines: list[str], budget: int | None) -> bytes:
 
 class Retrieval(MemorySystem):
     name = "retrieval"
+    consolidates_from_text = True
 
     def consolidate(self, transcript, budget_bytes, prior=None):
         lines = ranked_lines(transcript)

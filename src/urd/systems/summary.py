@@ -31,6 +31,10 @@ INSTRUCTION = "\nWrite short notes of everything above worth remembering, in at 
 class Summary(MemorySystem):
     name = "summary"
 
+    @classmethod
+    def notes_tokens(cls, budget_bytes, settings):
+        return note_tokens(budget_bytes, settings)
+
     def consolidate(self, transcript, budget_bytes):
         ((fiche, tokens),) = self.consolidate_batch([transcript], budget_bytes)
         self.declare_tokens(tokens)

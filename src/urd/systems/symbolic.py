@@ -98,6 +98,8 @@ def _keep(budget: int | None, size: int) -> int | None:
 
 class Symbolic(MemorySystem):
     name = "symbolic"
+    consolidates_from_text = True
+    answers_with_model = False
 
     def consolidate(self, transcript, budget_bytes, prior=None):
         if t1task.HEADER in transcript:

@@ -5,6 +5,7 @@ from .base import MemorySystem
 
 class Vanilla(MemorySystem):
     name = "vanilla"
+    consolidates_from_text = True
 
     def consolidate(self, transcript, budget_bytes):
         return b""
