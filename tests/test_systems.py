@@ -90,6 +90,37 @@ def test_every_baseline_declares_exactly_what_it_reads(tiny_backbone, urd_config
             assert prompt < declared <= prompt + 4 and metered == declared - 1, (declared, metered)
 
 
+def test_each_builtins_pricing_flags_say_what_its_jobs_run(tiny_backbone, urd_config):
+    """What the dry run prices a class by (urd.cost.estimate.system_class) is what its jobs do:
+    a text consolidation forwards nothing, an answer from the fiche alone forwards nothing, and
+    notes never run past notes_tokens."""
+    from urd.backbone.tokenizer import count_tokens
+    from urd.harness.handle import ModelHandle
+    from urd.systems.summary import INSTRUCTION
+
+    ep = calibrate.t1_episode(urd_config, 1)
+    transcript = count_tokens(ep["transcript"])
+    query = ep["queries"][0]["prompt"]
+    for name in registry.BUILTIN:
+        cls = registry.resolve(name)
+        if getattr(cls, "needs_artifacts", False):
+            continue  # replay systems read a tuning job's artifact: tests/test_replay.py
+        settings = urd_config["system_settings"].get(name, {})
+        system = registry.build(name, ModelHandle(tiny_backbone), settings=settings)
+        system.consolidation_factor = 10
+        fiche = system.consolidate(ep["transcript"], 120)
+        assert (system.backbone.tokens_processed == 0) is cls.consolidates_from_text, name
+        limit = cls.notes_tokens(120, settings)
+        if limit:  # the transcript, the instruction, then at most `limit` notes
+            prompt = transcript + count_tokens(INSTRUCTION.format(budget=120))
+            assert 0 < system.declared_tokens - prompt <= limit, name
+        else:  # at most one pass over the transcript, nothing decoded
+            assert system.declared_tokens <= transcript, name
+        answering = ModelHandle(tiny_backbone)
+        registry.build(name, answering, settings=settings).answer_all(fiche, [query], "Task header")
+        assert (answering.tokens_processed > 0) is cls.answers_with_model, name
+
+
 def test_control_prefills_the_shared_transcript_once(tiny_backbone, urd_config):
     ep = calibrate.t1_episode(urd_config, 2)
     ep = {**ep, "queries": ep["queries"][:3]}
@@ -113,9 +144,15 @@ def test_control_prefills_the_shared_transcript_once(tiny_backbone, urd_config):
         ("vanilla", {"vanilla": "urd.systems.gzip_tail:GzipTail"}, r"plugins.vanilla: expected a name no built-in system has"),
         ("other", {"gzip_tail": "urd.systems.gzip_tail:GzipTail", "other": "urd.systems.vanilla:Vanilla"},
          r"plugins.gzip_tail: expected a name no built-in system has"),
+        # the dry run prices a class by its flags: a string would read as True
+        ("textish", {"textish": "my_flags:Textish"},
+         r"plugins.textish: expected my_flags:Textish.consolidates_from_text set to True or False, got 'yes'"),
     ],
 )
-def test_registry_errors_are_clear(name, plugins, match):
+def test_registry_errors_are_clear(name, plugins, match, tmp_path, monkeypatch):
+    (tmp_path / "my_flags.py").write_text(
+        "from urd.systems.vanilla import Vanilla\n\nclass Textish(Vanilla):\n    consolidates_from_text = 'yes'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(InputError, match=match):
         registry.resolve(name, plugins)
 

@@ -65,6 +65,10 @@ def resolve(name: str, plugins: dict | None = None, source: str = "config") -> t
             "a MemorySystem subclass implementing consolidate(transcript, budget_bytes) and "
             "answer(fiche, query, header) (or context(fiche, header))", target,
         )
+    for flag in ("consolidates_from_text", "answers_with_model"):  # what the dry run prices it by
+        if not isinstance(getattr(cls, flag), bool):
+            key = f"plugins.{name}" if name in (plugins or {}) else f"systems.{name}"
+            raise InputError(source, key, f"{target}.{flag} set to True or False", getattr(cls, flag))
     return cls
 
 
