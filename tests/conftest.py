@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -32,9 +33,17 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
 
 def pytest_collection_modifyitems(items):
-    """The tests that run Snakemake start first: on the xdist workers, the long ones overlap
-    instead of trailing at the end (the order of the rest is kept)."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    """The files with the most tests that run Snakemake start first, and in each file those
+    tests first: xdist hands out whole files in this order (`--no-loadscope-reorder`), so the
+    long ones overlap instead of trailing at the end (the order of the rest is kept)."""
+    def file(item):
+        return item.nodeid.split("::")[0]
+
+    slow = Counter(file(item) for item in items if item.get_closest_marker("slow"))
+    first = {}
+    for i, item in enumerate(items):
+        first.setdefault(file(item), i)
+    items.sort(key=lambda item: (-slow[file(item)], first[file(item)], item.get_closest_marker("slow") is None))
 
 
 _RUNNING = {"slow": True}
