@@ -1,6 +1,6 @@
 """The CPU speed of the backbone as a workflow job runs it: the four numbers of config `cpu_speed`.
 
-    .venv/bin/python benchmarks/cpu_speed.py [--shape tiny|0.1b|0.4b] [--threads 1,2] [--repeats 3]
+    .venv/bin/python benchmarks/cpu_speed.py [--shape tiny|0.1b|0.4b] [--threads 1,2] [--repeats 3] [--cold]
 
 A job runs with as many torch threads as its rule declares: Snakemake sets OMP_NUM_THREADS
 (and MKL's, OpenBLAS's) to the job's `threads`, 1 for every rule that runs the model, and the
@@ -9,6 +9,8 @@ those variables set to the thread count, on a random-weight checkpoint of the sh
 the paths the jobs take (urd.backbone.batch), timing:
 
 * startup_s: from the process's start to the model loaded (interpreter, torch, checkpoint);
+  with --cold, the page cache is dropped before each process (root only), so torch and the
+  checkpoint are read from disk, as by a job on a node that has not read them yet;
 * prefill_tokens_per_s: one T1 transcript through the sequence pass (batch.prefill: the prefill
   job's work, and every transcript or context a job caches);
 * decode_ms_per_token: one row of the batched decoder, 32 tokens, one forward a token (the
@@ -79,8 +81,18 @@ def child(checkpoint: str, spawned: float) -> dict:
             "rows": rows, "batch_s": batch, "batch_tokens_per_s": rows * (QUERY_TOKENS + NEW_TOKENS) / batch}
 
 
-def measure(checkpoint, threads: int) -> dict:
+def drop_page_cache() -> None:
+    os.sync()
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+    except OSError as exc:
+        raise SystemExit(f"cpu_speed --cold: cannot drop the page cache ({exc}); it needs root on Linux") from None
+
+
+def measure(checkpoint, threads: int, cold: bool = False) -> dict:
     env = {**os.environ, **{v: str(threads) for v in THREAD_VARIABLES}}
+    if cold:
+        drop_page_cache()
     spawned = time.time()
     out = subprocess.run([sys.executable, __file__, "--child", str(checkpoint), repr(spawned)],
                          capture_output=True, text=True, env=env, cwd=REPO)  # config/ is read from the root
@@ -102,6 +114,7 @@ def main(argv=None) -> int:
     ap.add_argument("--shape", choices=sorted(SHAPES), default="0.1b")
     ap.add_argument("--threads", default="1,2", help="torch threads per job, the jobs' own count first")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--cold", action="store_true", help="drop the page cache before each process (root)")
     ap.add_argument("--child", nargs=2, metavar=("CHECKPOINT", "SPAWNED"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -116,14 +129,15 @@ def main(argv=None) -> int:
         ckpt = write_tiny_checkpoint(Path(tmp) / "random.pth", seed=1, **SHAPES[args.shape])
         for r in range(args.repeats):
             for n in counts:
-                run = measure(ckpt, n)
+                run = measure(ckpt, n, args.cold)
                 runs[n].append(run)
                 print(f"round {r + 1}, {run['threads']} thread(s): start-up {run['startup_s']:.1f} s, prefill "
                       f"{run['prefill_tokens_per_s']:.0f} tokens/s ({run['prefill_tokens']} tokens), decode "
                       f"{run['decode_ms_per_token']:.1f} ms/token, batch {run['batch_tokens_per_s']:.0f} tokens/s "
                       f"({run['rows']} rows in {run['batch_s']:.1f} s)", flush=True)
     bests = {n: best(rs) for n, rs in runs.items()}
-    print(f"{args.shape} shape, random weights, CPU fp32, best of {args.repeats} (os.cpu_count() {os.cpu_count()}, "
+    print(f"{args.shape} shape, random weights, CPU fp32, best of {args.repeats}"
+          f"{', page cache dropped before each' if args.cold else ''} (os.cpu_count() {os.cpu_count()}, "
           f"load average {os.getloadavg()[0]:.2f}):")
     for n, b in bests.items():
         print(f"  {n} thread(s): startup_s {b['startup_s']:.1f}, prefill_tokens_per_s {b['prefill_tokens_per_s']:.0f}, "
