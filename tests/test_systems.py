@@ -144,17 +144,21 @@ def test_control_prefills_the_shared_transcript_once(tiny_backbone, urd_config):
         ("vanilla", {"vanilla": "urd.systems.gzip_tail:GzipTail"}, r"plugins.vanilla: expected a name no built-in system has"),
         ("other", {"gzip_tail": "urd.systems.gzip_tail:GzipTail", "other": "urd.systems.vanilla:Vanilla"},
          r"plugins.gzip_tail: expected a name no built-in system has"),
-        # the dry run prices a class by its flags: a string would read as True
-        ("textish", {"textish": "my_flags:Textish"},
-         r"plugins.textish: expected my_flags:Textish.consolidates_from_text set to True or False, got 'yes'"),
     ],
 )
-def test_registry_errors_are_clear(name, plugins, match, tmp_path, monkeypatch):
+def test_registry_errors_are_clear(name, plugins, match):
+    with pytest.raises(InputError, match=match):
+        registry.resolve(name, plugins)
+
+
+def test_a_pricing_flag_that_is_not_a_bool_is_refused_naming_the_class(tmp_path, monkeypatch):
+    # the dry run prices a class by its flags: a string would read as True
     (tmp_path / "my_flags.py").write_text(
         "from urd.systems.vanilla import Vanilla\n\nclass Textish(Vanilla):\n    consolidates_from_text = 'yes'\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    with pytest.raises(InputError, match=match):
-        registry.resolve(name, plugins)
+    with pytest.raises(InputError, match=r"plugins.textish: expected my_flags:Textish.consolidates_from_text "
+                                         r"set to True or False, got 'yes'"):
+        registry.resolve("textish", {"textish": "my_flags:Textish"})
 
 
 def test_a_system_carries_the_name_it_is_registered_under(tiny_backbone, t1_episode):

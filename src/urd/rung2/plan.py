@@ -123,18 +123,8 @@ def _task_sizes(config: dict, task: str) -> tuple[int, int]:
     return TRANSCRIPT_TOKENS[task], task_queries(config, task) * (QUERY_TOKENS + config["decode"][task]["max_new_tokens"])
 
 
-def _consolidate_tokens(config: dict, system: str, task: str, budget: int | None,
-                        cap: int | None = None) -> tuple[int, int]:
-    """(prefill, decode) tokens of one episode's consolidation (notes stop at the cap), as its
-    system's class is priced (urd.cost.estimate.system_class)."""
-    transcript, _ = _task_sizes(config, task)
-    if system_class(config, system).consolidates_from_text:
-        return 0, 0
-    notes = notes_tokens(config, system, budget)
-    if notes:
-        cap = config["consolidation_factor"] if cap is None else cap
-        return transcript + INSTRUCTION_TOKENS, max(0, min(notes, cap * transcript - transcript))
-    return transcript, 0
+def _from_text(config: dict, system: str) -> bool:
+    return system_class(config, system).consolidates_from_text
 
 
 def _answers_with_model(config: dict, system: str) -> bool:
@@ -144,6 +134,20 @@ def _answers_with_model(config: dict, system: str) -> bool:
 def _writes_points_together(config: dict, system: str) -> bool:
     """A system with consolidate_sweep() writes every point of a sweep in one batch."""
     return callable(getattr(system_class(config, system), "consolidate_sweep", None))
+
+
+def _consolidate_tokens(config: dict, system: str, task: str, budget: int | None,
+                        cap: int | None = None) -> tuple[int, int]:
+    """(prefill, decode) tokens of one episode's consolidation (notes stop at the cap), as its
+    system's class is priced (urd.cost.estimate.system_class)."""
+    transcript, _ = _task_sizes(config, task)
+    if _from_text(config, system):
+        return 0, 0
+    notes = notes_tokens(config, system, budget)
+    if notes:
+        cap = config["consolidation_factor"] if cap is None else cap
+        return transcript + INSTRUCTION_TOKENS, max(0, min(notes, cap * transcript - transcript))
+    return transcript, 0
 
 
 def chain_cpu_seconds(config: dict, scale: str, step: str, task: str, system: str | None = None,
@@ -174,8 +178,7 @@ def sweep_cpu_seconds(config: dict, scale: str, step: str, task: str, system: st
         # writes all points' notes in one batch, the longest setting the steps; any other writes
         # a point's episodes in one batch, point after point
         tokens = [_consolidate_tokens(config, system, task, b, c) for b in p["budgets"] for c in p["caps"]]
-        text = system_class(config, system).consolidates_from_text
-        read = 0 if text else transcript + sum(pre - transcript for pre, _ in tokens)
+        read = 0 if _from_text(config, system) else transcript + sum(pre - transcript for pre, _ in tokens)
         if _writes_points_together(config, system):
             steps = lockstep(n for _, n in tokens for _ in range(eps))
         else:
@@ -184,7 +187,7 @@ def sweep_cpu_seconds(config: dict, scale: str, step: str, task: str, system: st
         return _seconds(config, scale, prefill=eps * read, **steps)
     if step == "answer":
         # a text system's fiche depends on the budget alone, so its caps share their answers
-        distinct = len(p["budgets"]) if system_class(config, system).consolidates_from_text else points
+        distinct = len(p["budgets"]) if _from_text(config, system) else points
         if not _answers_with_model(config, system):
             return _seconds(config, scale)
         return _seconds(config, scale, prefill=eps * distinct * 400, batched=eps * distinct * rows)
@@ -217,8 +220,7 @@ def sweep_rows(config: dict, scale: str, step: str, task: str, system: str | Non
         return eps * points if _writes_points_together(config, system) else eps
     if step == "answer" and _answers_with_model(config, system):
         q = task_queries(config, task)
-        text = system_class(config, system).consolidates_from_text
-        return answered_at_once(eps * (len(p["budgets"]) if text else points) * q, q)
+        return answered_at_once(eps * (len(p["budgets"]) if _from_text(config, system) else points) * q, q)
     return 0
 
 
