@@ -33,6 +33,18 @@ def manifest_for(wildcards):
 BACKBONE_MANIFEST = "calibration/backbones.sha256"
 FETCHED = {b["file"]: b for b in config["backbones"].values() if "source" in b}
 GENERATED = {b["file"]: b for b in config["backbones"].values() if "generate" in b}
+LEARNED = W.learned_backbones(config)  # trained here (urd.learn): unpacked if shipped, else trained
+try:
+    for _b in LEARNED.values():  # a bad training setting fails here, naming it, not in the job
+        W.learn_resources(_b)
+except W.UrdError as exc:
+    raise WorkflowError(f"urd config: {exc}") from None
+
+
+def learned_check(scale):
+    """The learned backbone's check record (which check passed at use), or nothing."""
+    file = config["backbones"][scale]["file"]
+    return [f"results/urd/verified/models/{file}.check.json"] if file in LEARNED else []
 
 
 def model_path(scale):
@@ -153,6 +165,7 @@ def summary_inputs(wildcards):
         "cells": expand(f"{root}/{{system}}/{{task}}/{{split}}/responses.jsonl", **cells),
         "fiches": expand(f"{root}/{{system}}/{{task}}/{{split}}/fiches.jsonl", **cells),
         "model_checked": verified(model_path(wildcards.scale)),
+        "model_check": learned_check(wildcards.scale),
         "manifest": MANIFEST,
     }
 

@@ -208,3 +208,40 @@ for _part in ("pareto", "dose"):
                 code=TABLES_CODE,
             script:
                 "../scripts/tables.py"
+
+
+# One scale's rung-1 table beside the write-up's 0.1B table, and the write-up's four findings
+# measured on it (urd.tables.writeup); the README's main command builds it for `learned`.
+rule writeup_comparison:
+    input:
+        summary=SUMMARY,
+    output:
+        md="results/urd/{scale}/writeup.md",
+        json="results/urd/{scale}/writeup.json",
+    log:
+        "logs/tables/writeup_{scale}.log",
+    conda:
+        ENV
+    params:
+        bootstrap=BOOT,
+        code=W.code_digest("urd.tables.writeup"),
+    script:
+        "../scripts/writeup.py"
+
+
+# The learned backbone's learning curve, from its training record (urd.tables.learning).
+rule learning_curve:
+    input:
+        record=lambda wc: f"{model_path(wc.scale)}.train.json",
+    output:
+        csv="results/urd/{scale}/learning_curve.csv",
+        png="results/urd/{scale}/learning_curve.png",
+    log:
+        "logs/tables/learning_curve_{scale}.log",
+    conda:
+        ENV
+    params:
+        dpi=config["publish"]["dpi"],
+        code=W.code_digest("urd.tables.learning"),
+    script:
+        "../scripts/learning_curve.py"

@@ -353,3 +353,36 @@ def test_a_sources_line_says_how_its_jobs_ran():
     assert line("bwrap").endswith("its job sandboxed (bwrap)")
     assert line("off (bwrap (bubblewrap) is not installed)").endswith("NOT sandboxed (off (bwrap (bubblewrap) is not installed))")
     assert "sandbox" not in Source("tiny", "s.json", "0" * 64, {"provenance": {}}).line()
+
+
+# --- one scale beside the write-up's 0.1B ----------------------------------------------------------
+def _writeup_summary(gzip_t2_over):
+    ctl = {"t1": [(2, 1), (4, 2), (3, 1)], "t2": [(4, 1), (3, 0), (4, 2)]}
+    zero = {(t, s): [(0, 0)] * 3 for t in ("t1", "t2") for s in ("over", "sanity")}
+    return fx.make_summary("learned", ctl, {
+        "retrieval": {("t1", "over"): [(1, 0), (2, 0), (1, 0)], ("t1", "sanity"): [(4, 0), (4, 0), (4, 0)],
+                      ("t2", "over"): [(0, 0)] * 3, ("t2", "sanity"): [(4, 1), (3, 0), (4, 2)]},
+        "gzip_tail": {("t1", "over"): [(0, 0), (1, 0), (0, 0)], ("t1", "sanity"): [(2, 0), (3, 0), (2, 0)],
+                      ("t2", "over"): gzip_t2_over, ("t2", "sanity"): [(4, 1), (3, 0), (4, 2)]},
+        "state_carry": zero, "vanilla": zero, "replay_banc": {"ooc": True, **zero}})
+
+
+def test_writeup_comparison_quotes_the_writeup_and_decides_each_finding(tmp_path):
+    from urd.tables import writeup
+
+    boot = Bootstrap(resamples=200, level=0.95, seed=1)
+    path = fx.write(tmp_path / "s.json", _writeup_summary([(2, 0), (2, 1), (3, 1)]))
+    text, doc = writeup.build(path, "learned", boot)
+    assert "| retrieval | 44.4 % [" in text  # T1 over: 4/9 of A, its interval, then the write-up's figure
+    assert "133.3 % [100.0, 200.0] (write-up 125.7 %)" in text
+    assert "| replay_banc* |" in text
+    found = {f["finding"]: f["holds"] for f in doc["findings"]}
+    assert found == {"retrieval wins T1": True, "gzip_tail wins T2-over": True,
+                     "the state channel scores zero under contract": True, "retention above 100 % in sanity": True}
+    assert doc["control"]["t1"]["mean"] == pytest.approx(0.75) and doc["control"]["t1"]["low"] <= 0.75
+    # gzip_tail applying the rule no better on triggers than off them: T2-over no longer won
+    path = fx.write(tmp_path / "t.json", _writeup_summary([(1, 1), (1, 1), (0, 0)]))
+    _, doc = writeup.build(path, "learned", boot)
+    held = {f["finding"]: f for f in doc["findings"]}
+    assert not held["gzip_tail wins T2-over"]["holds"]
+    assert "gzip_tail 0.0 %" in held["gzip_tail wins T2-over"]["detail"]

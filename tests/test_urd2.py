@@ -468,7 +468,8 @@ def test_published_lists_the_rung2_parts_the_config_names(urd_config):
     files = published_files(urd_config)
     for part in ("chains", "pareto", "dose"):
         assert f"results/urd/tables/urd2_{part}.md" in files
-    assert "results/urd/figures/urd2_pareto_tiny.png" in files and "results/urd/figures/urd2_chains_tiny.png" not in files
+    assert "results/urd/figures/urd2_pareto_learned.png" in files
+    assert "results/urd/figures/urd2_chains_learned.png" not in files
     fewer = published_files({**urd_config, "publish": {**urd_config["publish"], "urd2": ["dose"]}})
     assert [f for f in fewer if "urd2" in f] == ["results/urd/tables/urd2_dose.md", "results/urd/tables/urd2_dose.html",
-                                                 "results/urd/figures/urd2_dose_tiny.png"]
+                                                 "results/urd/figures/urd2_dose_learned.png"]

@@ -22,6 +22,9 @@ for task in ("t1", "t2"):
         W.tables.artifact_files(cfg, "tiny", recipe, [task])
     [t.sha256 for t in W.replay_plan.transcripts(cfg, task)]
 W.tables.published_files(cfg)
+W.learn_spec(cfg)
+for b in W.learned_backbones(cfg).values():
+    W.learn_resources(b)
 for system in cfg["systems"]:
     W.resolve_system(system, cfg["plugins"])
     W.code_digest("urd.harness.run", W.system_module(system, cfg["plugins"]))

@@ -80,7 +80,9 @@ def _given_summary(workflow):
     assert "\n  enabled: true" in text
     text = text.replace("\n  enabled: true", "\n  enabled: false", 1)
     assert "\n  urd2: [chains, pareto, dose]" in text  # rung 2's tables: tests/test_workflow_urd2.py
-    cfg.write_text(text.replace("\n  urd2: [chains, pareto, dose]", "\n  urd2: []", 1))
+    text = text.replace("\n  urd2: [chains, pareto, dose]", "\n  urd2: []", 1)
+    assert "\n  scales: [learned]" in text  # the published scale: these tables are tiny's
+    cfg.write_text(text.replace("\n  scales: [learned]", "\n  scales: [tiny]", 1))
     (workflow / "results/urd/tiny").mkdir(parents=True)
     fx.write(workflow / "results/urd/tiny/summary.json", fx.published_like("tiny"))
     fx.write(workflow / "results/urd/oracle.json", {"t1_oracle": {"over": {"ceiling": 0.786}, "sanity": {"ceiling": 1.0}}})
@@ -101,7 +103,7 @@ def test_published_tables_match_their_summary_and_the_report_embeds_them(workflo
     assert row["resamples"] == "10000" and row["summary_sha256"] == digest
     md = (tables / "retention.md").read_text()
     assert f"{100 * expected:.1f} %" in md and digest in md
-    assert "## tiny" in md and "## 0.1b" not in md and "Not built, so not shown: 0.1b, 0.4b." in md
+    assert "## tiny" in md and "## 0.1b" not in md and "Not built, so not shown: learned, 0.1b, 0.4b." in md
     # the side metrics are the summary's cells, figure by figure, in the configured system order
     _assert_side_metrics_are_the_summarys(workflow, summary, digest)
     side_md = (tables / "side_metrics.md").read_text()
@@ -163,7 +165,7 @@ def test_unknown_scale_to_publish_is_refused(workflow):
     overlay.write_text("publish: {scales: [tiny, 2b], bootstrap: {resamples: 1000, level: 0.95, seed: 1}, dpi: 100}\n")
     proc = snakemake(workflow, "published", "-n", "--configfile", "config/config.yaml", str(overlay))
     assert proc.returncode != 0
-    assert "publish.scales: expected scales among backbones (tiny, 0.1b, 0.4b), got '2b'" in proc.stdout + proc.stderr
+    assert "publish.scales: expected scales among backbones (tiny, learned, 0.1b, 0.4b), got '2b'" in proc.stdout + proc.stderr
 
 
 def test_published_builds_for_tiny_from_a_fresh_copy(vanilla_built, tmp_path, monkeypatch):
@@ -181,7 +183,8 @@ def test_published_builds_for_tiny_from_a_fresh_copy(vanilla_built, tmp_path, mo
     # rung 2's parts, the planting suite and the stores table are built and checked by their own
     # tests (tests/test_workflow_urd2.py, test_workflow_planting.py, test_agentmem_snakemake.py)
     snakemake(workflow, "published", *REDUCED, f"systems=[{','.join(systems)}]", f"sandbox={box}",
-              "publish={urd2: []}", "agentmem={planting: {publish: []}, stores: {publish: []}}", check=True)
+              "publish={scales: [tiny], urd2: []}", "agentmem={planting: {publish: []}, stores: {publish: []}}",
+              check=True)
     summary = json.loads((workflow / "results/urd/tiny/summary.json").read_text())
     if box == "required":
         cells = sum(len(splits) for tasks in summary["cells"].values() for splits in tasks.values())

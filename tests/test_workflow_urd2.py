@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 # the same harness in one process).
 REDUCED_URD2 = """
 plugins: {chain_reread: "cheats:ChainReread", head: "my_systems:Head"}
-publish: {urd2: [chains, pareto, dose]}
+publish: {scales: [tiny], urd2: [chains, pareto, dose]}
 urd2:
   scales:
     tiny:

@@ -101,8 +101,9 @@ def _cross_checks(config: dict, source: str) -> None:
     if not t1["hot_keys"] <= q["hot"] <= 2 * t1["hot_keys"] and q["hot"]:
         raise InputError(source, "tasks.t1.quota.hot", f"between hot_keys and 2 x hot_keys ({t1['hot_keys']}..{2 * t1['hot_keys']})", q["hot"])
     for name, b in config["backbones"].items():
-        if ("generate" in b) == ("source" in b):
-            raise InputError(source, f"backbones.{name}", "exactly one of 'generate' (made by a rule) or 'source' (fetched)")
+        if sum(k in b for k in ("generate", "source", "train")) != 1:
+            raise InputError(source, f"backbones.{name}", "exactly one of 'generate' (made by a rule), "
+                             "'source' (fetched) or 'train' (trained here, or its shipped checkpoint)")
     if q["cold"] > t1["pairs"] - t1["hot_keys"]:
         raise InputError(source, "tasks.t1.quota.cold", "at most the number of cold keys", q["cold"])
 

@@ -79,6 +79,9 @@ def provenance(args) -> dict:
     prov = json.loads(args.static)
     if args.checkpoint_stamp:
         prov["checkpoint_sha256"] = Path(args.checkpoint_stamp).read_text().split()[0]
+        # which check admitted the checkpoint: its pin, or (a learned one trained elsewhere) its behaviour
+        prov["checkpoint_check"] = (json.loads(Path(args.checkpoint_check).read_text())
+                                    if args.checkpoint_check else {"check": "sha256"})
     if args.manifest:
         prov["data_manifest_sha256"] = sha256_file(args.manifest)
     prov["package_code_sha256"] = code_digest("urd.harness.summarize")
@@ -99,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fiches", nargs="*", default=[], help="the cells' fiches.jsonl (recorded by SHA-256)")
     ap.add_argument("--static", default="{}", help="provenance known when the DAG is built (JSON)")
     ap.add_argument("--checkpoint-stamp", help="the verify stamp of the checkpoint")
+    ap.add_argument("--checkpoint-check", help="which check admitted a learned checkpoint (urd.learn.check)")
     ap.add_argument("--manifest", help="the data manifest the responses' data was verified against")
     ap.add_argument("--out")
     args = ap.parse_args(argv)

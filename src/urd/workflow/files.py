@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-WORKFLOW_FILES = ("Snakefile", "rules", "scripts", "envs", "config", "calibration", "profiles")
+WORKFLOW_FILES = ("Snakefile", "rules", "scripts", "envs", "config", "calibration", "profiles", "weights")
 
 
 def copy_workflow(root: str | Path, dest: str | Path) -> Path:

@@ -1,0 +1,7 @@
+"""Job of rule writeup_comparison: one scale's rung-1 table beside the write-up's 0.1B."""
+from urd.tables.writeup import main
+from urd.workflow.job import run
+
+sm = snakemake
+run(sm, main, ["--summary", sm.input.summary, "--scale", sm.wildcards.scale, "--bootstrap", sm.params.bootstrap,
+               "--md", sm.output.md, "--json", sm.output.json])

@@ -1,0 +1,139 @@
+"""The trainable RWKV-7 behind the `learned` backbone, and its export in the released format.
+
+Training runs urd's own differentiable forward (`urd.backbone.rwkv7_torch.RWKV7`) with every weight
+trainable, in float32. Only the head is cut: the loss is a softmax over the token ids a reply can
+hold (`reply_vocab`), so a step never forms 65,536 logits a position. The checkpoint still holds
+every row, in the released g1d names, shapes, order and dtype (bf16), and loads through the same
+`rwkv` path as the real backbones.
+
+Untrained head rows must never win a greedy decode. The last channel of the final layer norm is
+pinned to a constant (weight 0, bias 1), so that channel's column of the head is a per-token bias:
+trained rows learn theirs, every untrained row gets -100, far below any trained logit.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import torch
+
+from ..backbone import tiny
+from ..backbone.rwkv7_torch import RWKV7
+from ..data import t1, t2
+
+UNTRAINED_LOGIT = -100.0
+
+
+def reply_vocab(tokenizer) -> list[int]:
+    """Every token id a reply of either task can consist of, sorted: tokens made of the code
+    alphabet (optionally after a space, optionally ending in a newline), and the tokens of
+    " NONE\\n" and of every T2 reply (each item, with and without each possible marker)."""
+    code = re.compile(rb"^ ?[" + re.escape(t1.ALPHABET.encode()) + rb"]*\n?$")
+    ids = {i for i, b in tokenizer.id_to_bytes.items() if b and b != b" " and code.match(b)}
+    ids |= set(tokenizer.encode(" " + t1.ABSTAIN + "\n"))
+    items = [i for c in t2.CATEGORIES.values() for i in c]
+    markers = [s + a + b for s in t2.MARKER_SIGILS for a in t2.MARKER_LETTERS for b in t2.MARKER_LETTERS]
+    for item in items:
+        ids |= set(tokenizer.encode(" " + t2.reply_for(item, None) + "\n"))
+    for m in markers:  # a marker's tokens after any item: the item ends in ". "
+        ids |= set(tokenizer.encode(". " + m + "\n"))
+        ids |= set(tokenizer.encode(" " + m + "\n"))
+    ids.discard(0)  # the end-of-text token never ends a reply: the newline does
+    return sorted(ids)
+
+
+def init_weights(seed: int, n_layer: int, n_embd: int, head_size: int = 64,
+                 vocab_size: int = 65536) -> dict[str, torch.Tensor]:
+    """Initial float32 weights in the released names: `urd.backbone.tiny`'s seeded per-tensor
+    draws, with the residual branches' output projections at zero (RWKV-LM's x070 init, so each
+    block starts as the identity) and a head of small logits."""
+    out = {}
+    for name, shape in tiny.rwkv7_shapes(n_layer, n_embd, head_size, vocab_size).items():
+        layer = int(name.split(".")[1]) if name.startswith("blocks.") else 0
+        arr = tiny._init(name, shape, tiny._rng(seed, name), layer, n_layer)
+        if name.endswith(("att.output.weight", "ffn.value.weight")):
+            arr = np.zeros(shape, np.float32)
+        elif name == "head.weight":
+            arr = arr * 0.25
+        out[name] = torch.from_numpy(np.ascontiguousarray(arr, dtype=np.float32))
+    return out
+
+
+class Trainable:
+    """RWKV7 with trainable weights and a head cut to `vocab` (sorted ids)."""
+
+    def __init__(self, weights: dict[str, torch.Tensor], vocab: list[int]):
+        self.names = list(weights)  # the released order, kept for export
+        self.shapes = {k: tuple(v.shape) for k, v in weights.items()}
+        self.vocab = torch.tensor(vocab, dtype=torch.long)
+        self.index = torch.full((weights["head.weight"].shape[0],), -1, dtype=torch.long)
+        self.index[self.vocab] = torch.arange(len(vocab))
+        small = dict(weights)
+        small["head.weight"] = weights["head.weight"][self.vocab].clone()
+        # the embedding as initialised: rows no training step touched are exported as zero
+        # (they would otherwise ship 16 MB of random numbers that compress to nothing less)
+        self.emb_init = weights["emb.weight"].clone()
+        self.net = RWKV7(small, wkv="chunked")
+        self.vocab_size = weights["head.weight"].shape[0]
+        z = self.net.z
+        self.pin = z["ln_out.weight"].shape[0] - 1  # the constant channel
+        with torch.no_grad():
+            z["ln_out.weight"][self.pin] = 0.0
+            z["ln_out.bias"][self.pin] = 1.0
+        for t in z.values():
+            t.requires_grad_(True)
+
+    def parameters(self) -> list[torch.Tensor]:
+        return [self.net.z[k] for k in self.names]
+
+    def repin(self) -> None:
+        """Hold the constant channel after an optimizer step."""
+        with torch.no_grad():
+            self.net.z["ln_out.weight"][self.pin] = 0.0
+            self.net.z["ln_out.bias"][self.pin] = 1.0
+
+    def loss(self, tokens: list[int], is_target: list[bool]) -> tuple[torch.Tensor, int]:
+        """Summed cross-entropy of the targets (the token after each flagged position), over the
+        cut head, and how many targets."""
+        toks = torch.tensor(tokens, dtype=torch.long)
+        pos = torch.tensor([i for i, f in enumerate(is_target) if f], dtype=torch.long)
+        tgt = self.index[toks[pos + 1]]
+        # a record's last code character can merge with its full stop into a token no reply
+        # holds: such a position is not a target (every reply token is in the vocabulary)
+        pos, tgt = pos[tgt >= 0], tgt[tgt >= 0]
+        h, _ = self.net.hidden(toks)
+        logits = h[pos] @ self.net.z["head.weight"].t()
+        return torch.nn.functional.cross_entropy(logits, tgt, reduction="sum"), int(pos.numel())
+
+    def state_dict(self, released_rows: bool = False) -> dict[str, torch.Tensor]:
+        """float32 training weights, full head (untrained rows at UNTRAINED_LOGIT). released_rows:
+        embedding rows that no step changed are zero (the checkpoint's form; resuming needs them
+        as they are)."""
+        z = self.net.z
+        out = {}
+        for k in self.names:
+            t = z[k].detach()
+            if k == "head.weight":
+                full = torch.zeros(self.vocab_size, t.shape[1])
+                full[:, self.pin] = UNTRAINED_LOGIT
+                full[self.vocab] = t
+                t = full
+            out[k] = t.reshape(self.shapes[k]).clone()
+        if released_rows:
+            untouched = (out["emb.weight"] == self.emb_init).all(dim=1)
+            out["emb.weight"][untouched] = 0.0
+        return out
+
+    def load_state_dict(self, sd: dict[str, torch.Tensor]) -> None:
+        with torch.no_grad():
+            for k in self.names:
+                src = sd[k]
+                if k == "head.weight":
+                    src = src[self.vocab]
+                self.net.z[k].copy_(src.reshape(self.net.z[k].shape))
+
+
+def released(sd: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The checkpoint's tensors: bf16, each in its own storage, in the released order."""
+    return {k: v.detach().to(tiny.DTYPE).contiguous().clone() for k, v in sd.items()}

@@ -1,0 +1,98 @@
+"""What the workflow needs of the `learned` backbone while the DAG is built (no torch)."""
+
+from __future__ import annotations
+
+import math
+
+from ..data import calibrate, chains
+
+
+def learned_backbones(config: dict) -> dict[str, dict]:
+    """{checkpoint file: backbone entry} of every backbone trained here (a `train` block)."""
+    return {b["file"]: b for b in config["backbones"].values() if "train" in b}
+
+
+def learn_spec(config: dict) -> dict:
+    """What a training job depends on besides its settings: the evaluated data (whose content
+    the training stream excludes) and the decoding of the held-out control."""
+    return {"rung1": calibrate.data_spec(config), "chains": chains.data_spec(config), "decode": config["decode"]}
+
+
+# --- training settings and what a run of them costs -----------------------------------------
+DEFAULTS = {
+    "seed": 1, "n_layer": 2, "n_embd": 128, "tokens": 2_000_000, "lr": 2e-3, "lr_final": 2e-4,
+    "warmup_steps": 100, "grad_clip": 1.0, "t2_per_step": 2, "pairs_min": 4, "ramp_tokens": 1_000_000,
+    "eval_every": 200, "eval_episodes": 4, "save_every": 100, "threads": 1,
+    "max_minutes": 240, "max_memory_mb": 4000,
+}
+# One-thread training time a trained token: a fixed part (the interpreter, the WKV's chunk loop,
+# the data) and a part proportional to the blocks' weights. Measured on this project's 2-core
+# machine (python -m urd.learn.train, one thread): 2 layers x 128 wide (463,872 block weights)
+# ~4,000 tokens/s; 4 x 128 (927,488) ~2,450 tokens/s.
+SECONDS_PER_TOKEN = 1.0e-4
+SECONDS_PER_TOKEN_PER_BLOCK_WEIGHT = 1.5e-4 / 463_872
+# Peak memory: weights, gradients and Adam's two moments (16 bytes a weight), the interpreter and
+# torch (~350 MB), activations (~20 KB a token a layer at 128 wide, sequences of ~3,000 tokens).
+# Measured peak RSS: 665 MB (2 x 128), 739 MB (4 x 128).
+
+
+def settings_of(raw: dict, where: str = "settings") -> dict:
+    """Training settings with defaults filled; an unknown key or a bad value names the field."""
+    from ..core.errors import InputError
+
+    unknown = sorted(set(raw) - set(DEFAULTS))
+    if unknown:
+        raise InputError(where, unknown[0], f"one of {', '.join(DEFAULTS)}", "an unknown key")
+    s = {**DEFAULTS, **raw}
+    for k, v in s.items():
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
+            raise InputError(where, k, "a non-negative number", v)
+    for k in ("seed", "n_layer", "n_embd", "tokens", "t2_per_step", "pairs_min", "eval_every",
+              "eval_episodes", "save_every", "threads", "warmup_steps"):
+        if not isinstance(s[k], int):
+            raise InputError(where, k, "an integer", s[k])
+    if s["n_embd"] < 64 or s["n_embd"] % 64:
+        raise InputError(where, "n_embd", "a positive multiple of the head size 64", s["n_embd"])
+    if s["n_layer"] < 1 or s["threads"] < 1 or s["eval_every"] < 1 or s["save_every"] < 1:
+        raise InputError(where, "n_layer/threads/eval_every/save_every", "at least 1",
+                         (s["n_layer"], s["threads"], s["eval_every"], s["save_every"]))
+    if not 4 <= s["pairs_min"] <= 64:
+        raise InputError(where, "pairs_min", "between 4 and 64", s["pairs_min"])
+    return s
+
+
+def _weights(s: dict, blocks_only: bool) -> int:
+    from ..backbone.shapes import rwkv7_shapes
+
+    shapes = rwkv7_shapes(s["n_layer"], s["n_embd"], 64, 65536)
+    return sum(math.prod(v) for k, v in shapes.items() if k.startswith("blocks.") or not blocks_only)
+
+
+def estimate(s: dict) -> dict:
+    """A run's one-thread minutes and peak memory (MB), from the measured figures above."""
+    per_token = SECONDS_PER_TOKEN + SECONDS_PER_TOKEN_PER_BLOCK_WEIGHT * _weights(s, True)
+    mem = 16 * _weights(s, False) / 1e6 + 350 + 20e3 * s["n_embd"] / 128 * 3000 * s["n_layer"] / 1e6
+    return {"minutes": s["tokens"] * per_token / 60, "memory_mb": mem}
+
+
+def check_budget(s: dict, where: str = "settings") -> dict:
+    """Refuse, before training starts, a run its time or memory budget cannot hold."""
+    from ..core.errors import InputError
+
+    e = estimate(s)
+    if e["minutes"] > s["max_minutes"]:
+        fit = int(s["tokens"] * s["max_minutes"] / e["minutes"])
+        raise InputError(where, "tokens", f"at most ~{fit:,} tokens to fit max_minutes {s['max_minutes']} "
+                         f"(~{e['minutes']:,.0f} one-thread minutes estimated)", s["tokens"])
+    if e["memory_mb"] > s["max_memory_mb"]:
+        raise InputError(where, "max_memory_mb", f"at least ~{e['memory_mb']:,.0f} MB for this shape",
+                         s["max_memory_mb"])
+    return e
+
+
+def resources(backbone: dict) -> dict:
+    """What the training rule declares: threads, CPU seconds, a wall-time limit and memory."""
+    s = settings_of(backbone["train"]["settings"], "backbones.<learned>.train.settings")
+    e = estimate(s)
+    return {"threads": s["threads"], "cpu_seconds": math.ceil(e["minutes"] * 60),
+            "runtime": 2 * math.ceil(e["minutes"]) + 10, "mem_mb": math.ceil(e["memory_mb"] * 1.25)}

@@ -1,0 +1,146 @@
+"""The training stream of the `learned` backbone: episodes from urd's own generators, drawn from a
+seed family of their own, with nothing of an evaluated episode in them.
+
+Every training episode is a rung-1 (or rung-2 chain-session) episode made by `urd.data.t1` /
+`urd.data.t2` from the stream ("urd-train", seed, task, index), never from the evaluation's
+("urd", master seed, ...) or ("urd2", ...). Disjointness is held on content, not on the seed:
+the keys of every evaluated T1 episode (shown or asked as unseen) are excluded from the training
+keys, and the markers of every evaluated T2 rule from the training markers (so no category with
+its marker can recur); `overlap` re-checks the finished stream against the evaluation data.
+
+A training sequence is what the in-session control reads: the transcript, tokenized whole, then
+each query tokenized alone with its expected reply (" <answer>\\n") after it. The loss is taken
+on the replies only (the query answers, T2's teaching replies inside the transcript, and the
+codes of T1's repeated records): a code is unpredictable where it first appears, and the reply
+is what the control scores.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core.rng import Stream
+from ..data import t1, t2
+
+FAMILY = "urd-train"  # the training seed family: the evaluation's streams are "urd" and "urd2"
+HELD_OUT = 1_000_000  # training episodes use indices below this; held-out ones at and above it
+
+
+@dataclass(frozen=True)
+class Exclusions:
+    """What no training episode may contain: the evaluated T1 keys and values, the T2 markers."""
+
+    keys: frozenset[str]
+    values: frozenset[str]
+    markers: frozenset[str]
+    rules: frozenset[tuple[str, str]]
+
+    @classmethod
+    def of(cls, episodes: list[dict]) -> Exclusions:
+        keys, values, markers, rules = set(), set(), set(), set()
+        for ep in episodes:
+            if ep["task"] == "t1":
+                keys |= {p["key"] for p in ep["pairs"]} | {q["key"] for q in ep["queries"]}
+                values |= {p["value"] for p in ep["pairs"]}
+            else:
+                markers.add(ep["rule"]["marker"])
+                rules.add((ep["rule"]["category"], ep["rule"]["marker"]))
+        return cls(frozenset(keys), frozenset(values), frozenset(markers), frozenset(rules))
+
+
+def t1_spec(pairs: int, base: dict) -> dict:
+    """A T1 spec of `pairs` pairs in the published shape: an eighth of them hot (5 showings)."""
+    hot = max(1, pairs // 8)
+    return {**base, "pairs": pairs, "hot_keys": hot,
+            "quota": {"hot": hot, "cold": min(pairs - hot, max(1, pairs // 4)), "unseen": max(1, pairs // 8)}}
+
+
+def t1_episode(seed: int, index: int, pairs: int, base: dict, ex: Exclusions) -> dict:
+    spec = t1_spec(pairs, base)
+    q = spec["quota"]
+    ep = t1.generate_episode(seed, index, spec, q["hot"] + q["cold"] + q["unseen"],
+                             root=Stream(FAMILY, seed, "t1", index), exclude=ex.keys, ids=f"train-t1-{index}")
+    if any(p["value"] in ex.values for p in ep["pairs"]):  # 2^-60 a value: refuse rather than train on it
+        raise ValueError(f"training T1 episode {index} draws an evaluated value")
+    return ep
+
+
+def t2_episode(seed: int, index: int, base: dict, ex: Exclusions) -> dict:
+    return t2.generate_episode(seed, index, base, root=Stream(FAMILY, seed, "t2", index),
+                               exclude_markers=ex.markers, ids=f"train-t2-{index}")
+
+
+def reply(task: str, query: dict) -> str:
+    """The reply a query is trained on, as the control decodes it: after the prompt, to the newline."""
+    if task == "t1":
+        return " " + (query["expected"] or t1.ABSTAIN) + "\n"
+    return " " + query["expected"] + "\n"
+
+
+def teaching_spans(ep: dict) -> list[tuple[int, int]]:
+    """Character spans of T2's teaching replies in the transcript (after each "Out:")."""
+    text, spans, at = ep["transcript"], [], 0
+    while (i := text.find("\nOut:", at)) >= 0:
+        start = i + len("\nOut:")
+        end = text.index("\n", start) + 1
+        spans.append((start, end))
+        at = end - 1
+    return spans
+
+
+def repeat_spans(ep: dict) -> list[tuple[int, int]]:
+    """Character spans of T1's codes in records whose key was shown before (a hot key's second to
+    fifth showing): recalling them is the task's skill at a shorter distance."""
+    text, spans, shown, at = ep["transcript"], [], set(), 0
+    for line in ep["lines"]:
+        start = text.index(line, at)
+        at = start + len(line)
+        key = line.split(" for ", 1)[1].split(" ", 1)[0]
+        if key in shown:
+            v = line.rindex(" is ") + len(" is")  # the space before the code, as a reply starts
+            spans.append((start + v, start + len(line) - 1))  # up to the full stop
+        shown.add(key)
+    return spans
+
+
+def encode_spans(tokenizer, text: str, spans: list[tuple[int, int]]) -> tuple[list[int], list[bool]]:
+    """`text` tokenized whole, and for each token whether it starts inside one of `spans`."""
+    ids = tokenizer.encode(text)
+    raw = text.encode("utf-8")
+    # spans are in characters; tokens are bytes: map through the byte offset of each character
+    byte_at = [len(text[:i].encode("utf-8")) for i in range(len(text) + 1)] if not text.isascii() else None
+    bspans = [(byte_at[a], byte_at[b]) if byte_at else (a, b) for a, b in spans]
+    mask, pos = [], 0
+    for t in ids:
+        mask.append(any(a <= pos < b for a, b in bspans))
+        pos += len(tokenizer.id_to_bytes[t])
+    if pos != len(raw):
+        raise ValueError("token bytes do not add up to the text")
+    return ids, mask
+
+
+def sequence(tokenizer, ep: dict) -> tuple[list[int], list[bool]]:
+    """One episode as a training sequence: token ids and, per position, whether the NEXT token
+    is a target (the loss predicts token i+1 from position i)."""
+    spans = teaching_spans(ep) if ep["task"] == "t2" else repeat_spans(ep)
+    ids, is_target = encode_spans(tokenizer, ep["transcript"], spans)
+    for q in ep["queries"]:
+        p = tokenizer.encode(q["prompt"])
+        r = tokenizer.encode(reply(ep["task"], q))
+        ids += p + r
+        is_target += [False] * len(p) + [True] * len(r)
+    # position i predicts token i+1: shift the flags left by one
+    return ids, is_target[1:] + [False]
+
+
+def overlap(train: list[dict], ex: Exclusions) -> dict[str, list]:
+    """What a set of training episodes shares with the evaluation: empty lists when disjoint."""
+    keys, values, rules = set(), set(), set()
+    for ep in train:
+        if ep["task"] == "t1":
+            keys |= {p["key"] for p in ep["pairs"]} | {q["key"] for q in ep["queries"]}
+            values |= {p["value"] for p in ep["pairs"]}
+        else:
+            rules.add((ep["rule"]["category"], ep["rule"]["marker"]))
+    return {"keys": sorted(keys & ex.keys), "values": sorted(values & ex.values),
+            "rules": sorted(rules & ex.rules)}

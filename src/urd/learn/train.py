@@ -1,0 +1,235 @@
+"""Train the `learned` backbone from a seed: python -m urd.learn.train OUT.pth --settings JSON ...
+
+One step is one T1 episode and `t2_per_step` T2 episodes of the training family
+(`urd.learn.stream`), each a sequence from the zero state; the loss is the replies' cross-entropy.
+T1's pair count follows a curriculum: drawn uniformly from [pairs_min, cap], where the cap grows
+linearly from pairs_min to 64 over the first `ramp_tokens` trained tokens, then stays at 64.
+
+Every `eval_every` steps the weights are exported in the released format and loaded through the
+same path a benchmark job uses (`urd.backbone.adapter.Backbone`); the in-session control is run on
+held-out episodes of the published shape (the training family, indices from HELD_OUT up), and
+scored with urd's own judges. The record (loss curve, held-out scores, tokens, seconds, threads,
+versions, peak memory) is written beside the checkpoint.
+
+Bytes: one thread, deterministic algorithms, every draw seeded: the same settings give the same
+checkpoint on the same machine and torch. A killed run resumes from its last saved step
+(OUT.resume.pt, written atomically) to the same bytes; the checkpoint appears only when training
+ends, written atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from ..core.errors import InputError, UrdError
+from ..core.io import atomic_write_bytes, atomic_write_json, sha256_file
+from ..core.rng import Stream
+from ..data import t1
+from . import model as M
+from . import plan
+from . import stream as S
+from .plan import settings_of
+
+
+class Data:
+    """The deterministic training and held-out episodes."""
+
+    def __init__(self, s: dict, tasks: dict, ex: S.Exclusions, tokenizer):
+        self.s, self.tasks, self.ex, self.tok = s, tasks, ex, tokenizer
+
+    def cap(self, tokens_seen: int) -> int:
+        s = self.s
+        frac = min(1.0, tokens_seen / s["ramp_tokens"]) if s["ramp_tokens"] else 1.0
+        return round(s["pairs_min"] + frac * (64 - s["pairs_min"]))
+
+    def step(self, step: int, tokens_seen: int) -> list[tuple[list[int], list[bool]]]:
+        seed = self.s["seed"]
+        pairs = self.s["pairs_min"] + Stream(S.FAMILY, seed, "pairs", step).below(
+            self.cap(tokens_seen) - self.s["pairs_min"] + 1)
+        eps = [S.t1_episode(seed, step, pairs, self.tasks["t1"], self.ex)]
+        eps += [S.t2_episode(seed, step * 16 + j, self.tasks["t2"], self.ex) for j in range(int(self.s["t2_per_step"]))]
+        return [S.sequence(self.tok, ep) for ep in eps]
+
+    def held_out(self, queries: int) -> dict[str, list[dict]]:
+        seed, n = self.s["seed"], int(self.s["eval_episodes"])
+        spec1 = self.tasks["t1"]
+        out = {"t1": [], "t2": []}
+        for i in range(n):
+            idx = S.HELD_OUT + i
+            out["t1"].append(t1.generate_episode(seed, idx, spec1, queries, root=Stream(S.FAMILY, seed, "t1", idx),
+                                                 exclude=self.ex.keys, ids=f"heldout-t1-{idx}"))
+            out["t2"].append(S.t2_episode(seed, idx, self.tasks["t2"], self.ex))
+        return out
+
+
+def control_scores(checkpoint: str, episodes: dict[str, list[dict]], decode: dict) -> dict:
+    """The in-session control on `episodes`, through the benchmark's own load, decode and judges."""
+    from ..backbone.adapter import Backbone
+    from ..harness.context import Decode
+    from ..harness.runner import run_control
+    from ..harness.scoring import episode_scores
+
+    bb = Backbone.load(checkpoint, strategy="cpu fp32")
+    out = {}
+    for task, eps in episodes.items():
+        recs = run_control(bb, task, eps, Decode(max_new_tokens=decode[task]["max_new_tokens"]), label="held-out")
+        scores = [episode_scores(task, [r for r in recs if r["episode"] == ep["episode"]]) for ep in eps]
+        vals = [x["score"] for x in scores if x["score"] is not None]
+        out[task] = {"score_A": sum(vals) / len(vals) if vals else None}
+        if task == "t1":
+            conf = [x["confabulation"] for x in scores if x["confabulation"] is not None]
+            out[task]["confabulation"] = sum(conf) / len(conf) if conf else None
+            out[task]["cold_correct"] = sum(x["cold_correct"] for x in scores)
+        else:
+            out[task]["rate_trigger"] = sum(x["rate_trigger"] for x in scores) / len(scores)
+            out[task]["rate_non_trigger"] = sum(x["rate_non_trigger"] for x in scores) / len(scores)
+    return out
+
+
+def export(trainable: M.Trainable, path: str | os.PathLike) -> None:
+    atomic_write_bytes(path, M.tiny.checkpoint_bytes(M.released(trainable.state_dict(released_rows=True))))
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            return next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), platform.processor())
+    except OSError:
+        return platform.processor()
+
+
+def _lr(s: dict, step: int, tokens_seen: int) -> float:
+    if step < s["warmup_steps"]:
+        return s["lr"] * (step + 1) / s["warmup_steps"]
+    frac = min(1.0, tokens_seen / s["tokens"])
+    return s["lr_final"] + 0.5 * (s["lr"] - s["lr_final"]) * (1 + math.cos(math.pi * frac))
+
+
+def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sys.stderr) -> dict:
+    from ..backbone.tokenizer import get_tokenizer
+
+    torch.set_num_threads(int(s["threads"]))
+    torch.use_deterministic_algorithms(True)
+    tok = get_tokenizer()
+    data = Data(s, tasks, ex, tok)
+    held = data.held_out(25)
+    net = M.Trainable(M.init_weights(int(s["seed"]), int(s["n_layer"]), int(s["n_embd"])), M.reply_vocab(tok))
+    params = net.parameters()
+    opt = torch.optim.Adam(params, lr=s["lr"], betas=(0.9, 0.99), eps=1e-8)
+    resume = Path(out + ".resume.pt")
+    record = {"settings": s, "curve": [], "evals": []}
+    step = tokens = 0
+    spent = 0.0
+    if resume.exists():
+        ck = torch.load(resume, weights_only=False)
+        if ck["settings"] != s:
+            raise InputError(str(resume), "settings", "the settings of this run", ck["settings"])
+        net.load_state_dict(ck["weights"])
+        opt.load_state_dict(ck["optimizer"])
+        step, tokens, spent, record = ck["step"], ck["tokens"], ck["seconds"], ck["record"]
+        print(f"resumed at step {step} ({tokens:,} tokens)", file=log, flush=True)
+    started = time.monotonic() - spent
+    window = []
+    while tokens < s["tokens"]:
+        seqs = data.step(step, tokens)
+        for g in opt.param_groups:
+            g["lr"] = _lr(s, step, tokens)
+        opt.zero_grad(set_to_none=True)
+        total, n = torch.zeros(()), 0
+        for ids, flags in seqs:
+            loss, k = net.loss(ids, flags)
+            loss.backward()
+            total, n = total + loss.detach(), n + k
+            tokens += len(ids)
+        for p in params:
+            if p.grad is not None:
+                p.grad.div_(max(1, n))
+        torch.nn.utils.clip_grad_norm_(params, s["grad_clip"])
+        opt.step()
+        net.repin()
+        step += 1
+        window.append(float(total) / max(1, n))
+        if step % 20 == 0:
+            el = time.monotonic() - started
+            rec = {"step": step, "tokens": tokens, "loss": sum(window) / len(window), "seconds": round(el, 1),
+                   "pairs_cap": data.cap(tokens)}
+            record["curve"].append(rec)
+            window = []
+            left = el / tokens * (s["tokens"] - tokens)
+            print(f"step {step} tokens {tokens:,} loss {rec['loss']:.3f} cap {rec['pairs_cap']} "
+                  f"{tokens / el:,.0f} tok/s, {el / 60:.1f} min, ~{left / 60:.0f} min left", file=log, flush=True)
+        if step % s["eval_every"] == 0 or tokens >= s["tokens"]:
+            with tempfile.TemporaryDirectory() as d:
+                export(net, Path(d, "eval.pth"))
+                sc = control_scores(str(Path(d, "eval.pth")), held, decode)
+            record["evals"].append({"step": step, "tokens": tokens, **sc})
+            print(f"held-out at step {step}: T1 score_A {sc['t1']['score_A']:.3f} (confabulation "
+                  f"{sc['t1']['confabulation']}), T2 discrimination {sc['t2']['score_A']:.3f} "
+                  f"({sc['t2']['rate_trigger']:.2f}/{sc['t2']['rate_non_trigger']:.2f})", file=log, flush=True)
+        if step % s["save_every"] == 0 and tokens < s["tokens"]:
+            buf = {"settings": s, "weights": net.state_dict(), "optimizer": opt.state_dict(), "step": step,
+                   "tokens": tokens, "seconds": time.monotonic() - started, "record": record}
+            tmp = resume.with_suffix(".tmp")
+            torch.save(buf, tmp)
+            os.replace(tmp, resume)
+    record.update({"steps": step, "tokens": tokens, "seconds": round(time.monotonic() - started, 1),
+                   "threads": int(s["threads"]), "torch": torch.__version__, "python": platform.python_version(),
+                   "machine": platform.machine(), "cpu": _cpu_model(),
+                   "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+                   "reply_vocabulary": len(net.vocab)})
+    export(net, out)
+    record["sha256"] = sha256_file(out)
+    if resume.exists():
+        resume.unlink()
+    return record
+
+
+def evaluated_episodes(spec: dict) -> list[dict]:
+    """Every episode urd evaluates (rung 1's and rung 2's chains) for a data spec
+    (`urd.workflow.learn_spec`): what the training stream must not contain."""
+    from ..data import calibrate, chains
+
+    cfg = spec["rung1"]
+    out = [calibrate.t1_episode(cfg, i) for i in range(cfg["episodes"])]
+    out += [calibrate.t2_episode(cfg, i) for i in range(cfg["episodes"])]
+    for v in chains.VARIANTS:
+        out += [ep for eps in chains.sessions_by_index(spec["chains"], v).values() for ep in eps]
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m urd.learn.train", description=__doc__.split("\n")[0])
+    ap.add_argument("out", help="the checkpoint (.pth), written when training ends")
+    ap.add_argument("--record", required=True, help="the training record (JSON)")
+    ap.add_argument("--settings", default="{}", help="training settings as JSON (see DEFAULTS)")
+    ap.add_argument("--spec", required=True,
+                    help="the evaluated data's spec and the decoding, as JSON (urd.workflow.learn_spec)")
+    a = ap.parse_args(argv)
+    try:
+        s = settings_of(json.loads(a.settings))
+        plan.check_budget(s)
+        spec = json.loads(a.spec)
+        ex = S.Exclusions.of(evaluated_episodes(spec))
+        tasks = {"t1": spec["rung1"]["tasks"]["t1"], "t2": spec["rung1"]["tasks"]["t2"]}
+        rec = train(a.out, s, tasks, spec["decode"], ex)
+        atomic_write_json(a.record, rec)
+        print(f"wrote {a.out} (sha256 {rec['sha256']})", file=sys.stderr)
+    except UrdError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,167 @@
+"""One scale's rung-1 table beside the write-up's 0.1B table, and the write-up's four "what holds
+at both scales" findings measured on it.
+
+    python -m urd.tables.writeup --summary results/urd/learned/summary.json --scale learned \
+        --bootstrap JSON --md OUT.md --json OUT.json
+
+Same rows and columns as the write-up (retention B/A; T1 over, T1 sanity, T2 over, T2 sanity),
+each cell this scale's point and 95 % interval (urd.tables.bootstrap) with the write-up's figure
+quoted beside it; then the in-session control (score_A, the denominator of every cell) with its
+interval; then each finding as the write-up states it, whether it holds here, and the numbers
+that decide it. Nothing is tuned to agree: a finding that fails is reported as failing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import numpy as np
+
+from ..core.errors import UrdError
+from ..core.io import atomic_write_json, atomic_write_text
+from .bootstrap import Bootstrap, resample_indices
+from .retention import build_cells
+from .sources import load
+
+COLUMNS = (("t1", "over"), ("t1", "sanity"), ("t2", "over"), ("t2", "sanity"))
+# The write-up's 0.1B retention table (seed 001, "Results"), in percent; systems in its order.
+WRITEUP_01B = {
+    "retrieval": (30.0, 125.7, 0.0, 112.5),
+    "gzip_tail": (8.6, 87.1, 18.8, 100.0),
+    "summary": (7.1, 4.3, 0.0, 0.0),
+    "state_carry": (0.0, 0.0, 0.0, 0.0),
+    "replay_tune": (0.0, 0.0, 0.0, 0.0),
+    "replay_banc": (0.0, 0.0, 0.0, 0.0),
+    "vanilla": (0.0, 0.0, 0.0, 0.0),
+}
+IN_CONTRACT_STATE = ("state_carry", "replay_tune")  # the state channel under contract
+
+
+def _pct(x) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f} %"
+
+
+def mean_interval(values: list[float], boot: Bootstrap) -> dict:
+    """The mean over episodes and its percentile bootstrap interval (the tables' resampling)."""
+    v = np.asarray(values, dtype=float)
+    if v.size == 0:
+        return {"mean": None, "low": None, "high": None, "n_episodes": 0}
+    means = v[resample_indices(v.size, boot.resamples, boot.seed)].mean(axis=1)
+    alpha = (1 - boot.level) / 2
+    low, high = np.quantile(means, [alpha, 1 - alpha])
+    return {"mean": float(v.mean()), "low": float(low), "high": float(high), "n_episodes": int(v.size)}
+
+
+def control(summary: dict, boot: Bootstrap) -> dict:
+    """score_A per task over the episodes (each cell of a task shares the control's scores)."""
+    out = {}
+    for task in ("t1", "t2"):
+        per_episode = {}
+        for tasks in summary["cells"].values():
+            for cell in tasks.get(task, {}).values():
+                for e in cell.get("episodes", []):
+                    if e.get("score_A") is not None:
+                        per_episode[e["episode"]] = e["score_A"]
+        out[task] = mean_interval([per_episode[k] for k in sorted(per_episode)], boot)
+    return out
+
+
+def _point(cells, system, task, split):
+    c = cells.get((system, task, split))
+    return None if c is None else c.interval.point
+
+
+def findings(cells: dict, systems: list[str]) -> list[dict]:
+    """The write-up's four findings, each decided from this scale's cells (points)."""
+    inc = [s for s in systems if not any(c.out_of_contract for (sy, _, _), c in cells.items() if sy == s)]
+    out = []
+    # 1. retrieval wins T1 (both splits); gzip_tail wins T2-over
+    for claim, system, cols in (("retrieval wins T1", "retrieval", [("t1", "over"), ("t1", "sanity")]),
+                                ("gzip_tail wins T2-over", "gzip_tail", [("t2", "over")])):
+        detail, holds = [], True
+        for task, split in cols:
+            mine = _point(cells, system, task, split)
+            rivals = {s: _point(cells, s, task, split) for s in inc if s != system}
+            best = max((v for v in rivals.values() if v is not None), default=None)
+            ok = mine is not None and (best is None or mine > best)  # a tie wins nothing
+            holds &= ok
+            top = max(rivals, key=lambda s: -1 if rivals[s] is None else rivals[s]) if rivals else None
+            detail.append(f"{task.upper()} {split}: {system} {_pct(mine)}, best other in contract "
+                          f"{top} {_pct(best)}")
+        out.append({"finding": claim, "holds": holds, "detail": "; ".join(detail)})
+    # 2. the state channel scores zero under contract
+    vals = {f"{s} {t.upper()} {sp}": _point(cells, s, t, sp) for s in IN_CONTRACT_STATE for t, sp in COLUMNS
+            if (s, t, sp) in cells}
+    nonzero = {k: v for k, v in vals.items() if v not in (None, 0.0)}
+    out.append({"finding": "the state channel scores zero under contract", "holds": bool(vals) and not nonzero,
+                "detail": ("every cell 0 or n/a" if not nonzero else
+                           "; ".join(f"{k}: {_pct(v)}" for k, v in nonzero.items()))})
+    # 3. retention above 100 % in sanity
+    over100 = {f"{s} {t.upper()}": _point(cells, s, t, "sanity") for s in inc for t in ("t1", "t2")
+               if (_point(cells, s, t, "sanity") or 0) > 1.0}
+    out.append({"finding": "retention above 100 % in sanity", "holds": bool(over100),
+                "detail": ("; ".join(f"{k}: {_pct(v)}" for k, v in over100.items()) or "no sanity cell above 100 %")})
+    return out
+
+
+def build(summary_path: str, scale: str, boot: Bootstrap) -> tuple[str, dict]:
+    src = load(summary_path, scale)
+    cells = {(c.system, c.task, c.split): c for c in build_cells(src, None, boot)}
+    systems = [s for s in WRITEUP_01B if s in src.data["cells"]]
+    systems += sorted(s for s in src.data["cells"] if s not in WRITEUP_01B)
+    ctl = control(src.data, boot)
+    lines = [f"# urd rung 1 at `{scale}` beside the write-up's 0.1B", "",
+             f"Retention B/A, this scale's point and {boot.level:.0%} interval ({boot.describe()}); "
+             "in brackets after it, the write-up's 0.1B figure. `*` = out of contract.", "",
+             "| system | " + " | ".join(f"{t.upper()} {s}" for t, s in COLUMNS) + " |",
+             "|---|" + "---|" * len(COLUMNS)]
+    rows = []
+    for s in systems:
+        ooc = any(c.out_of_contract for (sy, _, _), c in cells.items() if sy == s)
+        texts, row = [], {"system": s, "out_of_contract": ooc, "cells": {}}
+        for i, (t, sp) in enumerate(COLUMNS):
+            c = cells.get((s, t, sp))
+            ref = WRITEUP_01B.get(s, (None,) * 4)[i]
+            mine = "not run" if c is None else c.text()
+            texts.append(f"{mine} (write-up {'—' if ref is None else f'{ref:.1f} %'})")
+            row["cells"][f"{t}_{sp}"] = {"this_scale": None if c is None else c.interval.as_dict(), "writeup_01b_pct": ref}
+        rows.append(row)
+        lines.append(f"| {s}{'*' if ooc else ''} | " + " | ".join(texts) + " |")
+    lines += ["", "In-session control (score_A: T1 exact recall on seen keys, T2 discrimination), the "
+              "denominator of every cell:", ""]
+    for task, name in (("t1", "T1 score_A"), ("t2", "T2 discrimination_A")):
+        m = ctl[task]
+        lines.append(f"- {name}: {_pct(m['mean'])} [{_pct(m['low'])}, {_pct(m['high'])}] over {m['n_episodes']} episodes")
+    found = findings(cells, systems)
+    lines += ["", "The write-up's findings that hold at both of its scales, measured here:", ""]
+    lines += [f"{n}. **{f['finding']}**: {'holds' if f['holds'] else 'does not hold'} ({f['detail']})"
+              for n, f in enumerate(found, 1)]
+    lines += ["", f"Source: {src.line()}", ""]
+    doc = {"scale": scale, "summary": summary_path, "summary_sha256": src.sha256, "bootstrap": boot.as_dict(),
+           "rows": rows, "control": ctl, "findings": found, "writeup_01b_pct": WRITEUP_01B}
+    return "\n".join(lines), doc
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m urd.tables.writeup", description=__doc__.split("\n")[0])
+    ap.add_argument("--summary", required=True)
+    ap.add_argument("--scale", required=True)
+    ap.add_argument("--bootstrap", default="{}", help="resamples, level, seed (JSON)")
+    ap.add_argument("--md", required=True)
+    ap.add_argument("--json", required=True)
+    a = ap.parse_args(argv)
+    try:
+        text, doc = build(a.summary, a.scale, Bootstrap(**json.loads(a.bootstrap)))
+    except UrdError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    atomic_write_text(a.md, text)
+    atomic_write_json(a.json, doc)
+    print(f"wrote {a.md} and {a.json}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

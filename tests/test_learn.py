@@ -1,0 +1,254 @@
+"""The learned backbone: a training stream with nothing of an evaluated episode in it, a head whose
+untrained rows never win, a checkpoint in the released format, the same bytes twice, a killed
+run that resumes to those bytes, budgets refused before training, and the check at use."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from urd.backbone.shapes import rwkv7_shapes
+from urd.backbone.tokenizer import get_tokenizer
+from urd.core.config import load_config
+from urd.core.errors import InputError
+from urd.data import t1, t2
+from urd.learn import check, model, plan, ship
+from urd.learn import stream as S
+from urd.learn.train import Data, evaluated_episodes
+
+REPO = Path(__file__).resolve().parents[1]
+# a run small enough for a test: one layer, 64 wide, a few steps of short episodes
+SMALL = {"seed": 3, "n_layer": 1, "n_embd": 64, "tokens": 6000, "pairs_min": 4, "ramp_tokens": 0,
+         "eval_every": 1000, "eval_episodes": 1, "save_every": 1, "warmup_steps": 2, "t2_per_step": 1}
+
+
+@pytest.fixture(scope="module")
+def cfg():
+    return load_config(REPO / "config/config.yaml")
+
+
+@pytest.fixture(scope="module")
+def spec(cfg):
+    return plan.learn_spec(cfg)
+
+
+@pytest.fixture(scope="module")
+def evaluated(spec):
+    return evaluated_episodes(spec)
+
+
+def _stream(cfg, ex, steps, settings=None):
+    s = plan.settings_of({**SMALL, **(settings or {})})
+    data = Data(s, {"t1": cfg["tasks"]["t1"], "t2": cfg["tasks"]["t2"]}, ex, get_tokenizer())
+    eps = []
+    for step in steps:  # the episodes Data.step makes, at every size the curriculum reaches
+        pairs = s["pairs_min"] + S.Stream(S.FAMILY, s["seed"], "pairs", step).below(64 - s["pairs_min"] + 1)
+        eps.append(S.t1_episode(s["seed"], step, pairs, cfg["tasks"]["t1"], ex))
+        eps.append(S.t2_episode(s["seed"], step * 16, cfg["tasks"]["t2"], ex))
+    held = data.held_out(cfg["queries"])
+    return eps + held["t1"] + held["t2"]
+
+
+# --- disjointness, held on content --------------------------------------------------------------
+def test_training_stream_holds_no_evaluated_key_value_or_rule(cfg, evaluated):
+    ex = S.Exclusions.of(evaluated)
+    # every evaluated episode counts: rung 1's and each variant of rung 2's chains
+    assert len(ex.keys) > 64 * (cfg["episodes"] + 6 * 6) and len(ex.rules) >= cfg["episodes"]
+    train = _stream(cfg, ex, range(300))
+    assert S.overlap(train, ex) == {"keys": [], "values": [], "rules": []}
+    tok = get_tokenizer()  # and not in the token stream either: no evaluated value's text is trained on
+    text = "".join(tok.decode(S.sequence(tok, ep)[0]) for ep in train[:40])
+    assert not [v for v in ex.values if v in text]
+
+
+def test_without_the_exclusions_the_same_draws_would_overlap(cfg, evaluated):
+    """The check above can fail: the training family's key space is the evaluation's."""
+    ex = S.Exclusions.of(evaluated)
+    none = S.Exclusions(frozenset(), frozenset(), frozenset(), frozenset())
+    found = S.overlap(_stream(cfg, none, range(300)), ex)
+    assert found["keys"] and found["rules"]
+
+
+def test_training_episodes_are_the_generators_own(cfg):
+    ex = S.Exclusions(frozenset(), frozenset(), frozenset(), frozenset())
+    ep = S.t1_episode(1, 5, 64, cfg["tasks"]["t1"], ex)
+    assert ep["transcript"] == t1.transcript_of(ep["lines"]) and len(ep["lines"]) == 96
+    assert S.t1_episode(1, 5, 64, cfg["tasks"]["t1"], ex) == ep  # seeded
+    assert S.t1_episode(2, 5, 64, cfg["tasks"]["t1"], ex) != ep
+    e2 = S.t2_episode(1, 5, cfg["tasks"]["t2"], ex)
+    assert e2["header"] == t2.HEADER and len(e2["queries"]) == 24
+
+
+def test_targets_are_the_replies_and_the_repeated_codes(cfg):
+    tok = get_tokenizer()
+    ex = S.Exclusions(frozenset(), frozenset(), frozenset(), frozenset())
+    ep = S.t1_episode(1, 0, 16, cfg["tasks"]["t1"], ex)
+    ids, flags = S.sequence(tok, ep)
+    targets = tok.decode([ids[i + 1] for i, f in enumerate(flags) if f])
+    for q in ep["queries"]:  # every query's reply, newline included, in order
+        assert S.reply("t1", q) in targets
+    hot = [p for p in ep["pairs"] if p["hot"]]
+    assert all(targets.count(p["value"][:8]) >= 4 for p in hot)  # 4 repeated showings + the answer
+    cold = [p for p in ep["pairs"] if not p["hot"] and p["key"] not in {q["key"] for q in ep["queries"]}]
+    assert cold and not any(p["value"] in targets for p in cold)  # a first showing is no target
+    e2 = S.t2_episode(1, 0, cfg["tasks"]["t2"], ex)
+    ids, flags = S.sequence(tok, e2)
+    targets = tok.decode([ids[i + 1] for i, f in enumerate(flags) if f])
+    assert all(x["reply"] in targets for x in e2["examples"])
+    assert "In:" not in targets and "Session log" not in targets
+
+
+# --- the head, the export -----------------------------------------------------------------------
+def test_every_reply_token_is_in_the_head(cfg, evaluated):
+    tok = get_tokenizer()
+    vocab = set(model.reply_vocab(tok))
+    for ep in evaluated[:40]:
+        for q in ep["queries"]:
+            assert set(tok.encode(S.reply(ep["task"], q))) <= vocab, q
+
+
+@pytest.fixture(scope="module")
+def small_checkpoint(tmp_path_factory):
+    """A freshly initialised small model exported as a checkpoint (untrained rows at -100)."""
+    from urd.learn.train import export
+
+    tok = get_tokenizer()
+    net = model.Trainable(model.init_weights(5, 1, 64), model.reply_vocab(tok))
+    path = tmp_path_factory.mktemp("learned") / "small.pth"
+    export(net, path)
+    return path, net
+
+
+def test_checkpoint_is_in_the_released_format(small_checkpoint):
+    path, _ = small_checkpoint
+    sd = torch.load(path, weights_only=True)
+    assert [(k, tuple(v.shape)) for k, v in sd.items()] == list(rwkv7_shapes(1, 64, 64, 65536).items())
+    assert {v.dtype for v in sd.values()} == {torch.bfloat16}
+
+
+def test_untrained_ids_never_win_a_greedy_decode(small_checkpoint):
+    from urd.backbone.adapter import Backbone
+
+    path, net = small_checkpoint
+    bb = Backbone.load(path)
+    tok = get_tokenizer()
+    trained = torch.zeros(65536, dtype=torch.bool)
+    trained[net.vocab] = True
+    st = None
+    for text in ("Session log.\nRecord: the code for kamot is 7QH2K3MZ9ABC.\n", "In: Please log the fig.\nOut:",
+                 "zebra kiwi ~~ ### 12345"):
+        logits, st = bb.prefill(tok.encode(text), st)
+        assert float(logits[~trained].max()) <= model.UNTRAINED_LOGIT + 1  # their bias, nothing else
+        assert int(torch.argmax(logits)) in set(net.vocab.tolist())
+        gen = bb.generate(tok.encode("Q: What is the code stored under kamot?\nA:"), st, max_new_tokens=12)
+        assert all(trained[t] for t in gen.tokens)
+
+
+# --- budgets --------------------------------------------------------------------------------------
+def test_a_run_that_cannot_fit_its_budget_is_refused_naming_the_field():
+    with pytest.raises(InputError, match="tokens") as err:
+        plan.check_budget(plan.settings_of({"tokens": 10**10, "max_minutes": 60}))
+    assert "max_minutes 60" in str(err.value)
+    with pytest.raises(InputError, match="max_memory_mb"):
+        plan.check_budget(plan.settings_of({"n_layer": 24, "n_embd": 1024, "tokens": 1000, "max_memory_mb": 4000}))
+    with pytest.raises(InputError, match="lr_peak"):
+        plan.settings_of({"lr_peak": 1})
+    with pytest.raises(InputError, match="n_embd"):
+        plan.settings_of({"n_embd": 100})
+    assert plan.check_budget(plan.settings_of({}))["minutes"] < plan.DEFAULTS["max_minutes"]
+
+
+# --- bytes: the same twice; a killed run resumes to them ---------------------------------------
+def _train(out: Path, spec: dict, settings: dict, **kw) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "urd.learn.train", str(out), "--record", str(out) + ".train.json",
+           "--settings", json.dumps(settings), "--spec", json.dumps(spec)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO / "src")}
+    return subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def test_same_settings_same_bytes_and_a_killed_run_resumes_to_them(tmp_path, spec):
+    a, b = tmp_path / "a.pth", tmp_path / "b.pth"
+    p = _train(a, spec, SMALL)
+    assert p.wait(300) == 0, p.stderr.read()
+    rec = json.loads(Path(str(a) + ".train.json").read_text())
+    assert rec["sha256"] == check.sha256_file(a) and rec["threads"] == 1 and rec["curve"] is not None
+    assert rec["evals"] and set(rec["evals"][-1]) >= {"t1", "t2", "tokens"}
+    # the same run again, killed once it has saved a step, then run again: the same bytes
+    p = _train(b, spec, SMALL)
+    resume = Path(str(b) + ".resume.pt")
+    deadline = time.monotonic() + 120
+    while not resume.exists() and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert resume.exists(), "no step was saved"
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    assert not b.exists(), "a killed run left a checkpoint"
+    p = _train(b, spec, SMALL)
+    err = p.communicate(timeout=300)[1]
+    assert p.returncode == 0, err
+    assert "resumed at step" in err
+    assert b.read_bytes() == a.read_bytes()
+    assert not resume.exists()
+
+
+def test_a_resume_file_of_other_settings_is_refused(tmp_path, spec):
+    out = tmp_path / "x.pth"
+    torch.save({"settings": plan.settings_of({**SMALL, "seed": 99})}, str(out) + ".resume.pt")
+    p = _train(out, spec, SMALL)
+    err = p.communicate(timeout=120)[1]
+    assert p.returncode == 1 and "settings" in err and not out.exists()
+
+
+# --- the check at use -----------------------------------------------------------------------------
+def _manifest(tmp_path, path, digest):
+    m = tmp_path / "backbones.sha256"
+    m.write_text(f"{digest}  {path}\n")
+    return m
+
+
+def test_pinned_bytes_pass_by_digest(tmp_path, small_checkpoint, spec, monkeypatch):
+    path, _ = small_checkpoint
+    monkeypatch.chdir(path.parent)
+    m = _manifest(tmp_path, path.name, check.sha256_file(path))
+    train = {"settings": SMALL, "behaviour": {"t1": 0.9, "t2": 0.9, "tolerance": 0.0}}
+    assert check.check(path.name, m, train, spec)["check"] == "sha256"
+
+
+def test_other_bytes_pass_by_behaviour_or_are_refused_with_both_figures(tmp_path, small_checkpoint, spec,
+                                                                           monkeypatch, capsys):
+    path, _ = small_checkpoint
+    monkeypatch.chdir(path.parent)
+    m = _manifest(tmp_path, path.name, "0" * 64)
+    near = {"settings": SMALL, "behaviour": {"t1": 0.05, "t2": 0.0, "tolerance": 0.1}}
+    got = check.check(path.name, m, near, spec)  # an untrained model scores 0 on both
+    assert got["check"] == "behaviour" and got["measured"] == {"t1": 0.0, "t2": 0.0}
+    far = {"settings": SMALL, "behaviour": {"t1": 0.5, "t2": 0.0, "tolerance": 0.1}}
+    stamp, result = tmp_path / "stamp", tmp_path / "check.json"
+    rc = check.main([path.name, "--manifest", str(m), "--stamp", str(stamp), "--check", str(result),
+                     "--train", json.dumps(far), "--spec", json.dumps(spec)])
+    failed = [ln for ln in capsys.readouterr().err.splitlines() if "FAILED" in ln]
+    assert rc == 1 and not stamp.exists() and not result.exists()
+    assert len(failed) == 1 and path.name in (line := failed[0])  # one line, naming the file
+    assert "T1 held-out score_A 0.000 (pinned run 0.500)" in line and "0" * 64 in line
+
+
+# --- the shipped file -----------------------------------------------------------------------------
+def test_pack_and_unpack_give_back_the_bytes(tmp_path, small_checkpoint):
+    path, _ = small_checkpoint
+    digest = ship.pack(str(path), str(tmp_path / "c.pth.xz"))
+    assert (tmp_path / "c.pth.xz").stat().st_size < path.stat().st_size / 4  # zero rows cost nothing
+    assert ship.pack(str(path), str(tmp_path / "d.pth.xz")) == digest
+    assert (tmp_path / "c.pth.xz").read_bytes() == (tmp_path / "d.pth.xz").read_bytes()
+    assert ship.unpack(str(tmp_path / "c.pth.xz"), str(tmp_path / "e.pth")) == digest
+    (tmp_path / "bad.xz").write_bytes((tmp_path / "c.pth.xz").read_bytes()[:-100])
+    with pytest.raises(InputError, match="bad.xz"):
+        ship.unpack(str(tmp_path / "bad.xz"), str(tmp_path / "f.pth"))
+    assert not (tmp_path / "f.pth").exists()
