@@ -146,7 +146,7 @@ def test_untrained_ids_never_win_a_greedy_decode(small_checkpoint):
     for text in ("Session log.\nRecord: the code for kamot is 7QH2K3MZ9ABC.\n", "In: Please log the fig.\nOut:",
                  "zebra kiwi ~~ ### 12345"):
         logits, st = bb.prefill(tok.encode(text), st)
-        assert float(logits[~trained].max()) <= model.UNTRAINED_LOGIT + 1  # their bias, nothing else
+        assert float(logits[~trained].max()) <= -99  # their bias, -100, and nothing else
         assert int(torch.argmax(logits)) in set(net.vocab.tolist())
         gen = bb.generate(tok.encode("Q: What is the code stored under kamot?\nA:"), st, max_new_tokens=12)
         assert all(trained[t] for t in gen.tokens)
@@ -181,6 +181,11 @@ def test_same_settings_same_bytes_and_a_killed_run_resumes_to_them(tmp_path, spe
     rec = json.loads(Path(str(a) + ".train.json").read_text())
     assert rec["sha256"] == check.sha256_file(a) and rec["threads"] == 1 and rec["curve"] is not None
     assert rec["evals"] and set(rec["evals"][-1]) >= {"t1", "t2", "tokens"}
+    # trained weights still hold the constant channel that keeps untrained head rows at -100
+    sd = torch.load(a, weights_only=True)
+    pin = sd["ln_out.weight"].numel() - 1
+    assert float(sd["ln_out.weight"][pin]) == 0.0 and float(sd["ln_out.bias"][pin]) == 1.0
+    assert float(sd["ln_out.weight"][:pin].float().std()) > 0
     # the same run again, killed once it has saved a step, then run again: the same bytes
     p = _train(b, spec, SMALL)
     resume = Path(str(b) + ".resume.pt")

@@ -9,7 +9,7 @@ from ..data import calibrate, chains
 
 def learned_backbones(config: dict) -> dict[str, dict]:
     """{checkpoint file: backbone entry} of every backbone trained here (a `train` block)."""
-    return {b["file"]: b for b in config["backbones"].values() if "train" in b}
+    return {b["file"]: {**b, "name": name} for name, b in config["backbones"].items() if "train" in b}
 
 
 def learn_spec(config: dict) -> dict:
@@ -92,7 +92,8 @@ def check_budget(s: dict, where: str = "settings") -> dict:
 
 def resources(backbone: dict) -> dict:
     """What the training rule declares: threads, CPU seconds, a wall-time limit and memory."""
-    s = settings_of(backbone["train"]["settings"], "backbones.<learned>.train.settings")
-    e = estimate(s)
+    where = f"backbones.{backbone.get('name', '<learned>')}.train.settings"
+    s = settings_of(backbone["train"]["settings"], where)
+    e = check_budget(s, where)
     return {"threads": s["threads"], "cpu_seconds": math.ceil(e["minutes"] * 60),
             "runtime": 2 * math.ceil(e["minutes"]) + 10, "mem_mb": math.ceil(e["memory_mb"] * 1.25)}
