@@ -64,8 +64,8 @@ def test_rung2_rows_count_what_one_batch_decodes(urd_config):
     assert plan.sweep_rows(c, "0.1b", "answer", "t1", "state_carry") == min(2 * points * 25, MAX_BATCH_ROWS)
     p["episodes"] = eps
     assert plan.sweep_rows(c, "0.1b", "answer", "t1", "symbolic") == 0  # answers without the model
-    # vanilla decodes every query from its empty fiche (estimated as one fiche a budget)
-    assert plan.sweep_rows(c, "0.1b", "answer", "t1", "vanilla") == answered_at_once(eps * len(p["budgets"]) * 25, 25)
+    # vanilla decodes every query from its empty fiche, the same at every point: once an episode
+    assert plan.sweep_rows(c, "0.1b", "answer", "t1", "vanilla") == answered_at_once(eps * 25, 25)
     assert plan.sweep_rows(c, "0.1b", "consolidate", "t1", "summary") == eps * points  # every note at once
     assert plan.sweep_rows(c, "0.1b", "consolidate", "t1", "gzip_tail") == eps
     chains = ch["chains"] or c["urd2"]["data"]["chains"]

@@ -119,6 +119,10 @@ def test_each_builtins_pricing_flags_say_what_its_jobs_run(tiny_backbone, urd_co
         answering = ModelHandle(tiny_backbone)
         registry.build(name, answering, settings=settings).answer_all(fiche, [query], "Task header")
         assert (answering.tokens_processed > 0) is cls.answers_with_model, name
+        # a sweep decodes one answer an episode for a fiche that is the same at every budget
+        other = registry.build(name, ModelHandle(tiny_backbone), settings=settings)
+        other.consolidation_factor = 3
+        assert (other.consolidate(ep["transcript"], 960) != fiche) is cls.fiche_depends_on_budget, name
 
 
 def test_control_prefills_the_shared_transcript_once(tiny_backbone, urd_config):

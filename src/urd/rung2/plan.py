@@ -131,6 +131,16 @@ def _answers_with_model(config: dict, system: str) -> bool:
     return system_class(config, system).answers_with_model
 
 
+def _distinct_fiches(config: dict, system: str, p: dict) -> int:
+    """How many distinct fiches an episode has across a sweep's points (what its answer job
+    decodes): one if its class declares its fiche independent of the budget, one a budget for a
+    text consolidation (the cap changes nothing), else one a point."""
+    cls = system_class(config, system)
+    if not cls.fiche_depends_on_budget:
+        return 1
+    return len(p["budgets"]) if cls.consolidates_from_text else len(p["budgets"]) * len(p["caps"])
+
+
 def _writes_points_together(config: dict, system: str) -> bool:
     """A system with consolidate_sweep() writes every point of a sweep in one batch."""
     return callable(getattr(system_class(config, system), "consolidate_sweep", None))
@@ -171,7 +181,7 @@ def chain_cpu_seconds(config: dict, scale: str, step: str, task: str, system: st
 
 def sweep_cpu_seconds(config: dict, scale: str, step: str, task: str, system: str | None = None) -> int:
     p = settings(config, scale, "pareto")
-    eps, points = p["episodes"], len(p["budgets"]) * len(p["caps"])
+    eps = p["episodes"]
     transcript, rows = _task_sizes(config, task)
     if step == "consolidate":
         # each transcript read once for every point; a system with consolidate_sweep (summary)
@@ -186,8 +196,7 @@ def sweep_cpu_seconds(config: dict, scale: str, step: str, task: str, system: st
             steps = {k: sum(s[k] for s in each) for k in ("decode", "batched")}
         return _seconds(config, scale, prefill=eps * read, **steps)
     if step == "answer":
-        # a text system's fiche depends on the budget alone, so its caps share their answers
-        distinct = len(p["budgets"]) if _from_text(config, system) else points
+        distinct = _distinct_fiches(config, system, p)
         if not _answers_with_model(config, system):
             return _seconds(config, scale)
         return _seconds(config, scale, prefill=eps * distinct * 400, batched=eps * distinct * rows)
@@ -220,7 +229,7 @@ def sweep_rows(config: dict, scale: str, step: str, task: str, system: str | Non
         return eps * points if _writes_points_together(config, system) else eps
     if step == "answer" and _answers_with_model(config, system):
         q = task_queries(config, task)
-        return answered_at_once(eps * (len(p["budgets"]) if _from_text(config, system) else points) * q, q)
+        return answered_at_once(eps * _distinct_fiches(config, system, p) * q, q)
     return 0
 
 

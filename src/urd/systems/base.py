@@ -51,6 +51,8 @@ class MemorySystem:
     # transcript with the model, writes nothing, and decodes its answers.
     consolidates_from_text = False  # True: consolidation runs no forward (its fiche is text work)
     answers_with_model = True  # False: answers come from the fiche without a forward
+    # False: the same fiche at every budget and cap (a sweep decodes its answers once an episode)
+    fiche_depends_on_budget = True
 
     @classmethod
     def notes_tokens(cls, budget_bytes: int | None, settings: dict) -> int:

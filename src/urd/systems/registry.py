@@ -25,6 +25,9 @@ BUILTIN = {
 RESERVED = {"control"}  # the in-session control's results directory
 
 
+#: class attributes the dry run prices a system by (urd.systems.base.MemorySystem)
+PRICING_FLAGS = ("consolidates_from_text", "answers_with_model", "fiche_depends_on_budget")
+
 def _table(plugins: dict | None, source: str = "config") -> dict[str, str]:
     """Built-ins and plug-ins by name. A plug-in may not take a built-in's name: results,
     fiches and tables say 'vanilla' only of urd's vanilla."""
@@ -65,7 +68,7 @@ def resolve(name: str, plugins: dict | None = None, source: str = "config") -> t
             "a MemorySystem subclass implementing consolidate(transcript, budget_bytes) and "
             "answer(fiche, query, header) (or context(fiche, header))", target,
         )
-    for flag in ("consolidates_from_text", "answers_with_model"):  # what the dry run prices it by
+    for flag in PRICING_FLAGS:  # what the dry run prices it by
         if not isinstance(getattr(cls, flag), bool):
             key = f"plugins.{name}" if name in (plugins or {}) else f"systems.{name}"
             raise InputError(source, key, f"{target}.{flag} set to True or False", getattr(cls, flag))

@@ -6,6 +6,7 @@ from .base import MemorySystem
 class Vanilla(MemorySystem):
     name = "vanilla"
     consolidates_from_text = True
+    fiche_depends_on_budget = False  # nothing crosses, at any budget
 
     def consolidate(self, transcript, budget_bytes):
         return b""
