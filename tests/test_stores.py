@@ -165,6 +165,16 @@ class NotABool(NoEvents):
         return "yes"
 
 
+class ReadsTheSampleName(NoEvents):
+    """Retires when the sample's name says the pair is a move: the answer key, if it leaked."""
+
+    seen: tuple = ()
+
+    def decides_update(self, older, newer, sample):
+        type(self).seen += (sample,)
+        return any(word in sample for word in ("move", "res-", "positive", "development"))
+
+
 class NoRows(MemoryStore):
     def deposit(self, note, read_at):
         pass
@@ -234,6 +244,16 @@ def test_a_live_estimate_prices_a_plug_ins_scripted_call_graph_or_says_why_not(t
     assert off.usd is None and "cannot run offline" in off.note and "no extraction entry" not in off.note
     reference = trip_vs_move.estimate(s, routes, "reader", gate="production", runs=s.runs)
     assert reference.usd > 0 and reference.suite == "trip-vs-move reader"
+
+
+def test_a_store_learns_nothing_of_the_pair_from_the_sample_it_is_handed(tmp_path):
+    s = make_settings(tmp_path, {**plugin("peek", ReadsTheSampleName), **plugin("never", NoEvents)})
+    ReadsTheSampleName.seen = ()
+    report = update_gate.run_suite("scripted", s, store="peek", **QUIET)
+    assert set(ReadsTheSampleName.seen) == {"sample-1", "sample-2", "sample-3"}
+    # deciding by the name retires nothing: every set scores as a store that never retires
+    decisions = [x["retires"] for st in report["sets"].values() for row in st["rows"] for x in row["samples"]]
+    assert decisions and not any(decisions)
 
 
 def test_update_gate_refuses_a_store_without_a_decision_and_scores_a_bad_answer_incomplete(tmp_path):

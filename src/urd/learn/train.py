@@ -186,6 +186,9 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
     record.update({"steps": step, "tokens": tokens, "seconds": round(time.monotonic() - started, 1),
                    "threads": int(s["threads"]), "torch": torch.__version__, "python": platform.python_version(),
                    "machine": platform.machine(), "cpu": _cpu_model(),
+                   # the bytes depend on it (measured: AVX512, AVX2 and the generic kernels each
+                   # train other bytes; MKL_CBWR=AVX2 changed nothing on this project's machine)
+                   "cpu_capability": torch.backends.cpu.get_cpu_capability(),
                    "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
                    "reply_vocabulary": len(net.vocab)})
     export(net, out)
