@@ -14,9 +14,12 @@ AGENTMEM_REGISTRIES = [
 ]
 # What a suite's job reads besides the registries: the schema its settings are checked against.
 AGENTMEM_SCHEMA = "config/agentmem.schema.yaml"
-# Every store the table names is resolved and checked for the interface here, at DAG build.
+# Every store the table names, and every registered plug-in (a single target may name one the
+# table does not), is resolved and checked for the interface here, at DAG build.
 try:
     TABLE_STORES = W.agentmem.table_stores(AGENTMEM)
+    for _store in AGENTMEM["stores"]["plugins"]:
+        W.agentmem.check_store(AGENTMEM, _store)
 except W.UrdError as exc:  # one line naming the key, not a traceback
     raise WorkflowError(f"urd stores: {exc}") from None
 TVM_REPORT = "results/trip-vs-move/{case}/{store}/{model}/report.json"

@@ -75,6 +75,12 @@ def test_the_stores_table_builds_offline_and_a_broken_plug_in_stops_the_dag(work
     said = broken.stdout + broken.stderr
     assert "agentmem.stores.plugins.mine" in said and "No module named 'no_such_module'" in said
     assert "Traceback" not in said and "registry.py" not in said
+    # a single target naming a plug-in the table does not: the same one line, not a traceback
+    single = snakemake(workdir, "-n", "results/trip-vs-move/reader/mine/claude-sonnet-5-5/report.json",
+                       "--config", BROKEN.replace(", table: [reference, mine]", ""))
+    said = single.stdout + single.stderr
+    assert single.returncode != 0 and "Traceback" not in said
+    assert "agentmem.stores.plugins.mine" in said and "on PYTHONPATH, or an installed package" in said
 
 
 def test_a_plug_in_stores_live_target_is_priced_by_the_dry_run(workdir):

@@ -495,7 +495,7 @@ def test_a_strategy_plug_in_with_a_built_ins_features_is_credited_as_the_built_i
 def test_a_strategy_plug_in_that_declares_no_features_or_does_not_import_is_refused():
     with pytest.raises(InputError, match="declaring features"):
         arms.arms_from({"arms": {"x": {"strategy": f"{__name__}:NoFeatures"}}})
-    with pytest.raises(InputError, match="importable module"):
+    with pytest.raises(InputError, match="a module Python can import"):
         arms.arms_from({"arms": {"x": {"strategy": "no_such_module:S"}}})
     with pytest.raises(InputError, match="lacks sections"):
         arms.arms_from({"arms": {"x": {"strategy": "urd.planting.arms:ContextStrategy"}}})

@@ -269,7 +269,7 @@ def test_update_gate_refuses_a_store_without_a_decision_and_scores_a_bad_answer_
 
 
 @pytest.mark.parametrize("spec, message", [
-    ("no_such_module:Store", "importable module"),
+    ("no_such_module:Store", "a module Python can import"),
     (f"{THIS}:Missing", "a class Missing"),
     (f"{THIS}:plugin", "a class plugin"),
     (f"{THIS}:NoRows", "lacks rows"),

@@ -142,7 +142,7 @@ def test_control_prefills_the_shared_transcript_once(tiny_backbone, urd_config):
     [
         ("nosuch", {}, r"systems: expected a known system"),
         ("control", {}, r"reserved 'control'"),
-        ("broken", {"broken": "urd.nosuchmodule:X"}, r"plugins.broken: expected 'module:Class' naming an importable class"),
+        ("broken", {"broken": "urd.nosuchmodule:X"}, r"plugins.broken: expected 'module:Class' naming a class Python can import \(its module on PYTHONPATH"),
         ("noiface", {"noiface": "urd.systems.base:MemorySystem"}, r"a MemorySystem subclass implementing consolidate"),
         # a plug-in under a built-in's name would publish its results as urd's
         ("vanilla", {"vanilla": "urd.systems.gzip_tail:GzipTail"}, r"plugins.vanilla: expected a name no built-in system has"),

@@ -186,7 +186,7 @@ def test_every_registered_plugin_is_checked_at_parse_time(workflow):
     proc = snakemake(workflow, TINY, "-n", "--config", "plugins={ghost: 'nosuch_module:Ghost'}")
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
-    assert "config/config.yaml (+ --configfile, --config): plugins.ghost: expected 'module:Class' naming an importable class" in out, out
+    assert "config/config.yaml (+ --configfile, --config): plugins.ghost: expected 'module:Class' naming a class Python can import (its module on PYTHONPATH, or an installed package)" in out, out
 
 
 def test_a_checkout_refuses_to_run_another_checkouts_package(workflow):

@@ -100,7 +100,7 @@ def _plugin_arm(name: str, spec: str, source: str) -> Arm:
     try:
         cls = getattr(importlib.import_module(module_name), attr, None)
     except ImportError as exc:
-        raise InputError(source, where, "'module:Class' naming an importable module", f"{spec} ({exc})") from None
+        raise InputError(source, where, "'module:Class' naming a module Python can import (on PYTHONPATH, or an installed package)", f"{spec} ({exc})") from None
     if not (isinstance(cls, type) and issubclass(cls, ContextStrategy)):
         raise InputError(source, where, "a subclass of urd.planting.arms.ContextStrategy", spec)
     if cls.sections is ContextStrategy.sections:

@@ -57,7 +57,7 @@ def resolve(name: str, plugins: Mapping | None = None, source: str = "config") -
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise InputError(source, where, "'module:Class' naming an importable module", f"{spec} ({exc})") from None
+        raise InputError(source, where, "'module:Class' naming a module Python can import (on PYTHONPATH, or an installed package)", f"{spec} ({exc})") from None
     cls = getattr(module, attr, None)
     if not isinstance(cls, type):
         raise InputError(source, where, f"a class {attr} in module {module_name}", spec)

@@ -56,7 +56,7 @@ def resolve(name: str, plugins: dict | None = None, source: str = "config") -> t
     try:
         cls = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
-        raise InputError(source, f"plugins.{name}", "'module:Class' naming an importable class", f"{target} ({exc})") from None
+        raise InputError(source, f"plugins.{name}", "'module:Class' naming a class Python can import (its module on PYTHONPATH, or an installed package)", f"{target} ({exc})") from None
     def own(m):  # implemented by the class, not inherited from MemorySystem's placeholders
         return callable(getattr(cls, m, None)) and getattr(cls, m) is not getattr(MemorySystem, m, None)
 
