@@ -349,3 +349,18 @@ def test_the_reference_stores_update_decision_is_its_gate_on_the_same_probe_answ
         store.close()
         expected = {(name, row["id"]): retirements(row, gate) for name, st in golden["sets"].items() for row in st["rows"]}
         assert decided == expected and 0 < sum(decided.values()) < 3 * len(decided)
+
+
+def test_an_incomplete_run_says_why_in_one_line_for_the_jobs_log(tmp_path):
+    from urd.agentmem.cli import incomplete_lines
+
+    s = make_settings(tmp_path, plugin("flaky", RaisesOnSecondNote))
+    report = trip_vs_move.run_suite("reader", "scripted", s, store="flaky", **QUIET)
+    lines = incomplete_lines("trip-vs-move", "scripted", report)
+    assert lines[0] == ("trip-vs-move on scripted, store flaky: incomplete: run move-1: ingest reader-02-moved.md: "
+                        "store flaky raised RuntimeError: the store's disk is full")
+    assert len(lines) == 3  # each move run; the trip-alone runs (one note) completed
+    odd = update_gate.run_suite("scripted", make_settings(tmp_path / "u", plugin("odd", NotABool)), store="odd", **QUIET)
+    assert incomplete_lines("update-gate", "scripted", odd) == [
+        f"update-gate on scripted, store odd: incomplete: {odd['incomplete']}"]
+    assert incomplete_lines("update-gate", "scripted", {**odd, "incomplete": None}) == []

@@ -201,7 +201,18 @@ def _dispatch(args) -> int:
         status = update_gate.exit_status(report)
     atomic_write_json(args.output, with_sandbox_label(report))
     print(f"{args.suite} on {args.model}: {report['verdict']}")
+    for line in incomplete_lines(args.suite, args.model, report):  # the job's log: why, in one line each
+        print(line, file=sys.stderr)
     return status if args.require_bar else EXIT_OK
+
+
+def incomplete_lines(suite: str, model: str, report: dict) -> list[str]:
+    """One line for each reason a report states no verdict: suite, store, model, where, why."""
+    store = (report.get("store") or {}).get("name", "reference")
+    head = f"{suite} on {model}, store {store}: incomplete"
+    if suite == "trip-vs-move":
+        return [f"{head}: run {r['variant']}-{r['index']}: {r['incomplete']}" for r in report["runs"] if r["incomplete"]]
+    return [f"{head}: {report['incomplete']}"] if report.get("incomplete") else []
 
 
 def _batches(args) -> int:
