@@ -364,3 +364,13 @@ def test_an_incomplete_run_says_why_in_one_line_for_the_jobs_log(tmp_path):
     assert incomplete_lines("update-gate", "scripted", odd) == [
         f"update-gate on scripted, store odd: incomplete: {odd['incomplete']}"]
     assert incomplete_lines("update-gate", "scripted", {**odd, "incomplete": None}) == []
+
+
+def test_the_stores_table_shows_an_incomplete_runs_checks_as_incomplete_never_held(tmp_path):
+    s = make_settings(tmp_path, plugin("flaky", RaisesOnSecondNote))
+    report = trip_vs_move.run_suite("reader", "scripted", s, store="flaky", **QUIET)
+    move, trip = table_mod.rows([("r.json", report)], [])
+    why = "incomplete (ingest reader-02-moved.md: store flaky raised RuntimeError: the store's disk is full)"
+    assert move[4] == "0 of 3 (3 incomplete or invalid)"
+    assert [c for c in move[5:11] if c != "-"] == [why] * 4  # checks i to iv, none scored from salvage
+    assert trip[5:7] != [why] * 2 and "incomplete" not in " ".join(trip[5:11])  # trip-alone runs finished

@@ -48,6 +48,10 @@ def _spend(report: Mapping, runs: Sequence[Mapping]) -> str:
 def _check_cell(variant: str, name: str, runs: Sequence[Mapping]) -> str:
     if name not in CHECKS[variant]:
         return NOT_APPLICABLE
+    stopped = [r for r in runs if r["incomplete"] or r["invalid"]]
+    if stopped:  # checks read from a run that did not finish are no verdict: never held or failed
+        why = stopped[0]["incomplete"] or f"invalid: {stopped[0]['invalid']}"
+        return f"incomplete ({why})"
     held = [CHECKS[variant][name](r["checks"]) for r in runs]
     if any(h is None for h in held):
         return "not measurable"
