@@ -190,3 +190,19 @@ def test_a_purpose_pinned_to_another_model_is_named_and_states_no_bar(tmp_path, 
     assert report["mixed"] and report["purposes"]["reanchor"] == "claude-sonnet-4-6" and report["purposes"]["extract"] == MODEL
     assert all(r["passed"] and r["invalid"] is None for r in report["runs"])
     assert report["verdict"]["bar_met"] is None and "more than one model" in report["verdict"]["bar_note"]
+
+
+def test_a_store_that_uses_no_model_runs_live_without_confirmation_and_under_a_zero_ceiling(tmp_path, key):
+    from urd.agentmem.runtime import FREE_REMARK
+
+    api = FakeMessagesAPI()
+    s = make_settings(tmp_path)
+    report = trip_vs_move.run_suite("reader", MODEL, s, runs=SMALL, store="keep_all", yes=False,
+                                    http_client=api.client(), **QUIET)
+    assert api.requests == [] and report["arm"] == "live"
+    assert report["spend"]["estimate"]["usd"] == 0 and report["spend"]["ceiling_usd_per_run"] == 0.0
+    assert FREE_REMARK in report["remarks"] and not any(r["incomplete"] for r in report["runs"])
+    gate = update_gate.run_suite(MODEL, s, store="keep_all", yes=False, http_client=api.client(), **QUIET)
+    assert api.requests == [] and FREE_REMARK in gate["remarks"] and not gate["incomplete"]
+    with pytest.raises(NotConfirmed):  # the reference store calls the model: it still must be confirmed
+        update_gate.run_suite(MODEL, s, yes=False, http_client=api.client(), **QUIET)

@@ -44,6 +44,22 @@ def confirm_live(routes: Routes, settings: Settings, yes: bool) -> None:
         )
 
 
+FREE_REMARK = ("No model call was priced for this store: the live run asked no confirmation and ran under a US$0 "
+               "ceiling, so any call would have been refused, not paid.")
+
+
+def live_ceiling(routes: Routes, settings: Settings, yes: bool, estimate, ceiling_usd: float) -> float | None:
+    """A run's spend ceiling once it may start. Scripted: none. Live and priced at no call (a
+    store that uses no model): nothing can be spent, so nothing is confirmed, and the ceiling is
+    US$0, so a call it makes after all is refused, not paid. Otherwise the run must be confirmed."""
+    if not is_live(routes):
+        return None
+    if estimate.calls == 0 and estimate.usd == 0:
+        return 0.0
+    confirm_live(routes, settings, yes)
+    return ceiling_usd
+
+
 def build_llm(
     settings: Settings,
     routes: Routes,

@@ -20,11 +20,12 @@ from . import checks as checks_mod
 from .cases import PROTOCOL, verify_notes
 from .cases import case as case_named
 from .runtime import (
+    FREE_REMARK,
     build_llm,
-    confirm_live,
     fresh_run_dir,
     is_live,
     label_store,
+    live_ceiling,
     routes_for,
     scripted_calls,
     store_estimate,
@@ -80,7 +81,7 @@ def run_store(
     try:
         memory = cls(run)
         for label, step in steps:
-            if ceiling_usd is not None and llm.committed_usd >= ceiling_usd:
+            if ceiling_usd is not None and llm.committed_usd >= ceiling_usd and llm.committed_usd > 0:
                 incomplete = (f"stopped before {label}: committed spend US${llm.committed_usd:.4f} reached the ceiling "
                               f"US${ceiling_usd:g}")
                 break
@@ -192,8 +193,7 @@ def run_suite(
     notes = verify_notes(settings.calibration_dir, case.notes)
     est = estimate(settings, routes, case_name, gate=gate, runs=runs, store=store, profile=estimate_mod.load_profile(settings))
     log(est.line())
-    confirm_live(routes, settings, yes)
-    ceiling = settings.raw["spend"]["max_usd_per_run"] if is_live(routes) else None
+    ceiling = live_ceiling(routes, settings, yes, est, settings.raw["spend"]["max_usd_per_run"])
     root = settings.work_dir / "stores" / SUITE / case_name / model
     root = root / gate if store == REFERENCE else root / f"store-{store}"
     done = []
@@ -215,6 +215,8 @@ def run_suite(
             "Scripted arm: every answer came from the package's table. It tests the harness, the store, "
             "the gates and the checks, and says nothing about any model."
         )
+    if ceiling == 0.0:
+        remarks.append(FREE_REMARK)
     if settings.read_at is not None:
         remarks.append(f"Every note was read at the fixed date {settings.read_at.isoformat()}, not at its own date.")
     report = {

@@ -20,11 +20,12 @@ from ..stores.registry import REFERENCE
 from . import purposes as P
 from .pairs import load_set_rows, set_info
 from .runtime import (
+    FREE_REMARK,
     build_llm,
-    confirm_live,
     fresh_run_dir,
     is_live,
     label_store,
+    live_ceiling,
     routes_for,
     scripted_calls,
     store_estimate,
@@ -92,8 +93,7 @@ def run_suite(
     info = set_info(settings.calibration_dir)
     est = estimate(settings, routes, samples=samples, store=store, profile=estimate_mod.load_profile(settings))
     log(est.line())
-    confirm_live(routes, settings, yes)
-    ceiling = settings.raw["spend"]["max_usd_update_gate"] if is_live(routes) else None
+    ceiling = live_ceiling(routes, settings, yes, est, settings.raw["spend"]["max_usd_update_gate"])
     meter = Meter()
     llm = build_llm(settings, routes, meter, table=table, http_client=http_client, ceiling_usd=ceiling, record=record,
                     ledger=ledger_target(model, store), log=log)
@@ -122,7 +122,7 @@ def run_suite(
             log(f"{sent} calls sent in Message Batches (half the list price)")
         for name, rows in rows_by_set.items():
             for row in rows:
-                if ceiling is not None and llm.committed_usd >= ceiling:
+                if ceiling is not None and llm.committed_usd >= ceiling and llm.committed_usd > 0:
                     raise _Stop(f"stopped before {name}/{row['id']}: committed spend US${llm.committed_usd:.4f} reached "
                                 f"the ceiling US${ceiling:g}")
                 got = [sample(row, f"{name}/{row['id']}/sample-{s}") for s in range(1, samples + 1)]
@@ -179,6 +179,8 @@ def run_suite(
         if is_live(routes)
         else ["Scripted arm: every answer came from the package's table. It tests the harness and the scoring, and says nothing about any model."],
     }
+    if ceiling == 0.0:
+        report["remarks"].append(FREE_REMARK)
     label_store(report, store, about)
     report["verdict"] = verdict(report)
     return report
