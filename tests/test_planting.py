@@ -668,3 +668,13 @@ def test_the_scripted_tables_say_they_test_the_harness(scripted_report, tmp_path
     assert "hard negatives 0 harvested, 10 hand-written" in md and "at most 2/6 unplanted hits" in md
     row = next(r for r in render.rows(scripted_report) if r[1] == "full")
     assert row[render.HEADER.index("fabricated citations (not shown / no such event)")].endswith("(0 / 36)")
+
+
+def test_the_v1_calibration_set_is_refused_in_one_line_naming_the_version_and_the_way_on():
+    from urd.planting import judge
+
+    with pytest.raises(InputError) as err:
+        judge.load_set(REPO / "calibration/planting/judge-v1.json", REPO / "calibration/planting/judge_sets.sha256")
+    said = str(err.value)
+    assert "\n" not in said and "version: expected 2 or later" in said and "got 1" in said
+    assert "judge-v2.json" in said and "python -m urd.planting harvest" in said

@@ -77,6 +77,11 @@ def check_set(path: str | Path, data: object) -> None:
     """Refuse a calibration set that breaks a field or the study's standard, naming which."""
     if not isinstance(data, dict) or not isinstance(data.get("items"), list):
         raise InputError(path, "items", "a JSON object with a list of items")
+    if not isinstance(data.get("version"), int) or data["version"] < 2:
+        raise InputError(path, "version", "2 or later (v1 predates each hard negative's origin and the companion "
+                         "intents a judge call rules beside an item): use calibration/planting/judge-v2.json, or "
+                         "derive a newer set from a run's report with `python -m urd.planting harvest`",
+                         data.get("version"))
     items = data["items"]
     for i, item in enumerate(items):
         if not isinstance(item, dict):
