@@ -206,3 +206,16 @@ def test_a_store_that_uses_no_model_runs_live_without_confirmation_and_under_a_z
     assert api.requests == [] and FREE_REMARK in gate["remarks"] and not gate["incomplete"]
     with pytest.raises(NotConfirmed):  # the reference store calls the model: it still must be confirmed
         update_gate.run_suite(MODEL, s, yes=False, http_client=api.client(), **QUIET)
+
+
+def test_with_the_replay_cache_off_a_rerun_asks_the_api_again(tmp_path, key):
+    api = FakeMessagesAPI()
+    first = run(tmp_path, api, **{"llm.replay_cache": False})
+    sent = len(api.requests)
+    assert sent > 0 and first["spend"]["replayed_usd"] == 0
+    again = run(tmp_path, api, **{"llm.replay_cache": False})
+    assert len(api.requests) == 2 * sent  # the ledger's paid replies are not replayed: every request sent
+    assert again["spend"]["replayed_usd"] == 0 and again["spend"]["measured_usd"] == pytest.approx(
+        first["spend"]["measured_usd"])
+    on = run(tmp_path, api)  # with it on, the ledger's replies answer (the cache was never written)
+    assert len(api.requests) == 2 * sent and on["spend"]["measured_usd"] == 0

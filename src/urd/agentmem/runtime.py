@@ -94,7 +94,7 @@ def build_llm(
                max_retry_tokens=llm_cfg.get("max_retry_tokens"),
                ledger=SpendLedger(ledger_path(settings, *ledger)) if ledger and is_live(routes) else None,
                run=run_fingerprint(settings, routes, ledger),
-               batches=BatchJournal(settings.work_dir / BATCH_DIR), log=log)
+               batches=BatchJournal(settings.work_dir / BATCH_DIR), replay=bool(llm_cfg["replay_cache"]), log=log)
 
 
 def still_to_spend(settings: Settings, routes: Routes, targets: list[tuple[str, ...]], estimate: Estimate,

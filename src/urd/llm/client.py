@@ -86,6 +86,7 @@ class LLM:
         run: str = "",
         batches: BatchJournal | None = None,
         poll_retries: int = 5,
+        replay: bool = True,
         log: Callable[[str], None] = lambda line: None,
     ) -> None:
         self.routes, self.backends, self.prices = routes, backends, prices
@@ -95,6 +96,8 @@ class LLM:
         self.ledger = ledger if ledger is not None else SpendLedger(None)
         self.run = run  # the run's fingerprint: calls paid under it count as its spend on a rerun
         self.batches, self.poll_retries, self.log = batches, poll_retries, log
+        # False (replay_cache off): every request goes to the API; the ledger only records
+        self.replay = replay
         self._prefetched: dict[tuple[str, str], object] = {}  # (model, cache key) -> Completion
         self._counted: set[str] = set()  # keys this process has counted as the target's spend
 
@@ -136,7 +139,7 @@ class LLM:
                 continue
             if self.cache is not None and self.cache.get(model, r) is not None:
                 continue
-            if self.ledger.reply(r.cache_key(model)) is not None:  # paid for; asked from the ledger
+            if self.replay and self.ledger.reply(r.cache_key(model)) is not None:  # paid for; asked from the ledger
                 continue
             cost = BATCH_PRICE * self.prices.price(model).worst_case(r.input_token_bound(), r.max_tokens)
             if self.ceiling_usd is not None and self.committed_usd + worst + cost > self.ceiling_usd:
@@ -257,7 +260,7 @@ class LLM:
         held = self._prefetched.get((model, request.cache_key(model)))
         if held is None and self.cache is not None:
             held = self.cache.get(model, request)
-        if held is None:
+        if held is None and self.replay:
             held = self.ledger.reply(request.cache_key(model))
         return None if held is None or held.truncated else held.text
 
@@ -276,7 +279,7 @@ class LLM:
         held = self._prefetched.pop((model, key), None)
         if held is None and self.cache is not None:
             held = self.cache.get(model, request)
-        if held is None:  # paid for, then killed before the cache had it
+        if held is None and self.replay:  # paid for, then killed before the cache had it
             held = self.ledger.reply(key)
             if held is not None and self.cache is not None:
                 self.cache.put(model, request, held)
