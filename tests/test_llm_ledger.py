@@ -56,3 +56,34 @@ def test_a_ledger_in_memory_writes_nothing(tmp_path):
     ledger = SpendLedger(None)
     ledger.settle(ledger.send("r", "k", "p", "m", 0.5), [])
     assert ledger.committed_usd == 0 and ledger.summary()["file"] is None and list(tmp_path.iterdir()) == []
+
+
+def _spender(path, barrier, n, worst, ceiling, out):
+    from urd.llm.ledger import OverCeiling
+
+    ledger = SpendLedger(path)  # each process reads the ledger once here, as a run does at start
+    barrier.wait()
+    made = 0
+    for i in range(n):
+        try:
+            sent = ledger.send("run", f"k{i}", "extract", "m", worst, ceiling_usd=ceiling)
+        except OverCeiling:
+            break
+        ledger.settle(sent, [Bill("answered", worst, "m")])
+        made += 1
+    out.put(made)
+
+
+def test_two_processes_on_one_target_never_pass_the_ceiling_together(tmp_path):
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    path, barrier, out = tmp_path / "ledger.jsonl", ctx.Barrier(2), ctx.Queue()
+    procs = [ctx.Process(target=_spender, args=(path, barrier, 20, 0.01, 0.05, out)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    made = [out.get(timeout=5), out.get(timeout=5)]
+    assert sum(made) == 5  # 5 x US$0.01 in all under a US$0.05 ceiling, whichever process made them
+    assert SpendLedger(path).committed_usd == pytest.approx(0.05)

@@ -12,7 +12,7 @@ from ..core.failpoints import failpoint
 from .batches import BatchJournal
 from .cache import ReplayCache
 from .errors import CallFailed, CeilingReached, RequestRefused, Truncated
-from .ledger import Bill, SpendLedger
+from .ledger import Bill, OverCeiling, SpendLedger
 from .prices import PriceBook
 from .request import Request
 from .routes import Routes
@@ -289,7 +289,10 @@ class LLM:
         worst = self.prices.price(model).worst_case(request.input_token_bound(), request.max_tokens)
         self._check_ceiling(request.purpose, model, worst)
         backend = self.backends.for_model(model, request.purpose)  # a missing key fails before anything is sent
-        sent = self.ledger.send(self.run, key, request.purpose, model, worst)
+        try:  # the ceiling once more, under the ledger's lock with every process's entries read
+            sent = self.ledger.send(self.run, key, request.purpose, model, worst, ceiling_usd=self.ceiling_usd)
+        except OverCeiling as over:
+            raise CeilingReached(request.purpose, model, over.committed, worst, over.ceiling) from None
         completion = self._live(backend, request, model, sent, worst)
         self.ledger.settle(sent, [*self._lost(model, worst, completion.lost),
                                   Bill("answered", self._cost(model, completion.model, completion.usage),

@@ -7,7 +7,9 @@ bill is written loses nothing it paid for.
 A process killed between the two leaves a send without a settlement: the call may have been
 billed, so it counts at its worst case for as long as the ledger lives. The ceiling is checked
 against everything committed (billed plus in flight), so reruns of one target together never
-pass it.
+pass it; and it is checked again under the file's lock, after reading what other processes
+appended since, in the same step that writes the send (``send(..., ceiling_usd=...)``), so two
+processes on one target at once never pass it either.
 
 Each entry is one line, appended and flushed to disk before the reply is used. A kill while
 appending can only tear the last line; a torn last line is dropped on reading (a torn send was
@@ -52,6 +54,14 @@ class Bill:
         return out
 
 
+class OverCeiling(Exception):
+    """A send the ceiling cannot hold, decided under the ledger's lock (nothing was written)."""
+
+    def __init__(self, committed: float, worst: float, ceiling: float) -> None:
+        self.committed, self.worst, self.ceiling = committed, worst, ceiling
+        super().__init__(f"committed US${committed:.4f} + worst case US${worst:.4f} > ceiling US${ceiling:g}")
+
+
 class SpendLedger:
     def __init__(self, path: str | os.PathLike | None) -> None:
         self.path = None if path is None else Path(path)  # None: kept in memory (a scripted run)
@@ -60,6 +70,7 @@ class SpendLedger:
         self._paid: dict[tuple[str, str], dict] = {}  # (run, cache key) -> the answered bill that paid for it
         self._replies: dict[str, dict] = {}  # cache key -> an answered bill, of any run
         self._n = 0
+        self._offset = 0  # bytes of the file applied so far (what other processes add comes after)
         if self.path is not None and self.path.exists():
             self._load()
 
@@ -67,6 +78,7 @@ class SpendLedger:
     def _load(self) -> None:
         data = self.path.read_bytes()
         whole = data[: data.rfind(b"\n") + 1]  # a torn last line: see the module's note
+        self._offset = len(whole)
         for n, raw in enumerate(whole.splitlines(), 1):
             if not raw.strip():
                 continue
@@ -137,20 +149,28 @@ class SpendLedger:
         }
 
     # --- writing --------------------------------------------------------------------------------
-    def send(self, run: str, key: str, purpose: str, model: str, worst_usd: float, *, batch: str | None = None) -> str:
-        """Write down a call of the run ``run`` about to be sent; returns its id for :meth:`settle`."""
+    def send(self, run: str, key: str, purpose: str, model: str, worst_usd: float, *, batch: str | None = None,
+             ceiling_usd: float | None = None) -> str:
+        """Write down a call of the run ``run`` about to be sent; returns its id for :meth:`settle`.
+        With ``ceiling_usd``: only if, with every process's entries read under the lock, the
+        committed spend plus this worst case stays within it (else OverCeiling, nothing written)."""
         self._n += 1
         entry = {"op": "send", "id": f"{os.getpid()}-{self._n}-{os.urandom(3).hex()}", "run": run, "key": key,
                  "purpose": purpose, "model": model, "worst_usd": round(worst_usd, 9), "batch": batch, "v": VERSION}
-        self._append(entry)
+        self._append(entry, ceiling_usd)
         return entry["id"]
 
     def settle(self, send_id: str, bills: list[Bill]) -> None:
         """What the API billed for the call ``send_id`` (nothing, when it answered with an error)."""
         self._append({"op": "settle", "id": send_id, "bills": [b.as_dict() for b in bills]})
 
-    def _append(self, entry: dict) -> None:
+    def _over(self, entry: dict, ceiling_usd: float | None) -> None:
+        if ceiling_usd is not None and entry["op"] == "send" and self.committed_usd + entry["worst_usd"] > ceiling_usd:
+            raise OverCeiling(self.committed_usd, entry["worst_usd"], ceiling_usd)
+
+    def _append(self, entry: dict, ceiling_usd: float | None = None) -> None:
         if self.path is None:
+            self._over(entry, ceiling_usd)
             self._apply(entry)
             return
         line = (canonical_json(entry) + "\n").encode()
@@ -161,11 +181,19 @@ class SpendLedger:
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":  # a line torn by a kill: cut it off first
                 data = os.pread(fd, size, 0)
-                os.ftruncate(fd, data.rfind(b"\n") + 1)
+                size = data.rfind(b"\n") + 1
+                os.ftruncate(fd, size)
+            if size > self._offset:  # what other processes appended since: read it before deciding
+                for raw in os.pread(fd, size - self._offset, self._offset).splitlines():
+                    if raw.strip():
+                        self._apply(json.loads(raw))
+                self._offset = size
+            self._over(entry, ceiling_usd)
             view = memoryview(line)
             while view:
                 view = view[os.write(fd, view):]
             os.fsync(fd)
+            self._offset += len(line)
         finally:
             os.close(fd)
         self._apply(entry)
