@@ -23,6 +23,7 @@ from . import profile as profile_mod
 from . import settings as settings_mod
 from . import trip_vs_move, update_gate
 from .cases import CASES
+from .reports import read_report
 from .runtime import NotConfirmed, routes_for
 
 EXIT_OK, EXIT_BAR, EXIT_REFUSED = 0, 1, 2
@@ -118,21 +119,6 @@ def with_sandbox_label(report: dict) -> dict:
     one written by hand carries no label, so its bytes are the suite's alone."""
     label = os.environ.get(SANDBOX_ENV)
     return {**report, "sandbox": label} if label else report
-
-
-def read_report(path: Path, suite: str) -> dict:
-    """A saved report of `suite`; a missing file, bad JSON or another suite's report is an error."""
-    from ..core.errors import InputError
-
-    try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(path, "file", f"a saved {suite} report") from None
-    except ValueError as exc:
-        raise InputError(path, "report", "JSON", str(exc)) from None
-    if report.get("suite") != suite:
-        raise InputError(path, "suite", suite, report.get("suite"))
-    return report
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,6 +12,7 @@ from ..core.provenance import NOT_BY_THE_WORKFLOW
 from ..stores.registry import REFERENCE
 from ..tables.render import Doc, csv_text
 from ..tables.sources import sandbox_line
+from .reports import read_report
 from .trip_vs_move import EVENT_CHECK
 
 HEADER = ["store", "model", "case", "variant", "runs passed", "a home", "b trip", "i no Delhi home", "ii restatements",
@@ -108,8 +109,6 @@ def document(trip_reports, gate_reports) -> Doc:
 
 
 def write(trip_paths: Sequence[Path], gate_paths: Sequence[Path], *, md: Path, csv: Path, html: Path | None = None) -> None:
-    from .cli import read_report
-
     trips = [(str(p), read_report(Path(p), "trip-vs-move")) for p in trip_paths]
     gates = [(str(p), read_report(Path(p), "update-gate")) for p in gate_paths]
     doc = document(trips, gates)

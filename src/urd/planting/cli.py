@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 from ..agentmem import settings as settings_mod
-from ..agentmem.cli import _pin, read_report, run_guarded, token_counter, with_sandbox_label
+from ..agentmem.cli import _pin, run_guarded, token_counter, with_sandbox_label
+from ..agentmem.reports import read_report
 from ..agentmem.runtime import routes_for
 from ..core.io import atomic_write_json
 from . import judge, render, world
