@@ -257,3 +257,56 @@ def test_pack_and_unpack_give_back_the_bytes(tmp_path, small_checkpoint):
     with pytest.raises(InputError, match="bad.xz"):
         ship.unpack(str(tmp_path / "bad.xz"), str(tmp_path / "f.pth"))
     assert not (tmp_path / "f.pth").exists()
+
+
+# --- the shipped checkpoint -----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory, cfg):
+    """The repository's learned checkpoint, unpacked, after its pin."""
+    b = cfg["backbones"]["learned"]
+    out = tmp_path_factory.mktemp("shipped") / b["file"]
+    digest = ship.unpack(str(REPO / b["train"]["shipped"]), str(out))
+    pinned = (REPO / "calibration/backbones.sha256").read_text()
+    assert f"{digest}  models/{b['file']}" in pinned, "the shipped checkpoint is not the pinned one"
+    return out
+
+
+def test_the_shipped_record_says_how_it_was_made_and_its_last_scores_are_the_pinned_behaviour(cfg, shipped):
+    b = cfg["backbones"]["learned"]
+    rec = json.loads((REPO / b["train"]["record"]).read_text())
+    assert rec["sha256"] == check.sha256_file(shipped)
+    assert plan.settings_of(b["train"]["settings"]) == rec["settings"]
+    assert "python -m urd.learn.train" in rec["shipped"]["command"] and rec["tokens"] >= rec["settings"]["tokens"]
+    last = rec["evals"][-1]
+    pinned = (b["train"]["behaviour"]["t1"], b["train"]["behaviour"]["t2"])
+    assert (last["t1"]["score_A"], last["t2"]["score_A"]) == pytest.approx(pinned, abs=1e-9)
+
+
+def test_vanilla_sits_at_its_floor_on_the_shipped_model(cfg, shipped):
+    """Nothing of an evaluated episode is in the weights: with nothing crossing, session B finds
+    no code and no marker."""
+    from urd.backbone.adapter import Backbone
+    from urd.data import calibrate
+    from urd.harness.context import Decode
+    from urd.harness.handle import ModelHandle
+    from urd.harness.runner import run_control, run_system
+    from urd.harness.scoring import episode_scores
+    from urd.systems import registry
+
+    bb = Backbone.load(shipped)
+    for task, make in (("t1", calibrate.t1_episode), ("t2", calibrate.t2_episode)):
+        eps = [make(cfg, i) for i in range(cfg["episodes"])]
+        dec = Decode(max_new_tokens=cfg["decode"][task]["max_new_tokens"])
+        van = run_system(bb, registry.build("vanilla", ModelHandle(bb)), task, eps, "over", 120, 10, dec)
+        if task == "t1":
+            assert not any(r["verdict"] == "correct" for r in van)  # no evaluated code is in the weights
+        else:
+            rates = [episode_scores("t2", [r for r in van if r["episode"] == e["episode"]]) for e in eps]
+            assert all(x["rate_trigger"] == 0 and x["rate_non_trigger"] == 0 for x in rates)  # no marker known
+        # and the same model, given the transcript, does answer in the tasks' forms (a code or NONE;
+        # the reply with or without a marker): the floor is not a model that says nothing
+        ctl = run_control(bb, task, eps, dec)
+        if task == "t1":
+            assert all(r["parsed"] is not None for r in ctl)
+        else:
+            assert all(r["parsed"].startswith("Logged: ") for r in ctl)

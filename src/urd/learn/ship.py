@@ -1,7 +1,8 @@
 """The shipped checkpoint of the `learned` backbone: xz-compressed in the repository, unpacked
 by the workflow when absent from models/ (the verify step then checks its SHA-256 pin).
 
-    python -m urd.learn.ship pack models/X.pth weights/X.pth.xz     # maintainers, after training
+    python -m urd.learn.ship pack models/X.pth weights/X.pth.xz \
+        --record models/X.pth.train.json weights/X.train.json --command "..."   # maintainers, after training
     python -m urd.learn.ship unpack weights/X.pth.xz models/X.pth --record R models/X.pth.train.json
     python -m urd.learn.ship copy results/learn/X.pth models/X.pth --record ...  # take_trained
 """
@@ -38,6 +39,27 @@ def unpack(src: str, dest: str) -> str:
     return sha256_bytes(raw)
 
 
+def shipped_record(src: str, dest: str, checkpoint_sha256: str, command: str) -> None:
+    """The training record beside the shipped checkpoint, with what an auditor needs to re-derive
+    it: the exact command, and the machine it was packed on (the one it was trained on)."""
+    import json
+    import platform
+
+    import torch
+
+    from ..core.io import atomic_write_json
+
+    with open(src, encoding="utf-8") as fh:
+        record = json.load(fh)
+    if record.get("sha256") != checkpoint_sha256:
+        raise InputError(src, "sha256", f"the packed checkpoint's {checkpoint_sha256}", record.get("sha256"))
+    cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo", encoding="utf-8")
+                if ln.startswith("model name")), platform.processor()) if platform.system() == "Linux" else platform.processor()
+    record["shipped"] = {"command": command, "cpu": cpu, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+                         "torch": torch.__version__, "python": platform.python_version(), "machine": platform.machine()}
+    atomic_write_json(dest, record)
+
+
 def copy(src: str, dest: str) -> str:
     try:
         with open(src, "rb") as fh:
@@ -54,10 +76,13 @@ def main(argv=None) -> int:
     ap.add_argument("src")
     ap.add_argument("dest")
     ap.add_argument("--record", nargs=2, metavar=("SRC", "DEST"), help="the training record to copy beside it")
+    ap.add_argument("--command", help="pack: the command that trained it, recorded in the shipped record")
     a = ap.parse_args(argv)
     try:
         digest = {"pack": pack, "unpack": unpack, "copy": copy}[a.action](a.src, a.dest)
-        if a.record:
+        if a.record and a.action == "pack":
+            shipped_record(*a.record, digest, a.command or "")
+        elif a.record:
             copy(*a.record)
     except UrdError as exc:
         print(f"error: {exc}", file=sys.stderr)
