@@ -386,3 +386,14 @@ def test_writeup_comparison_quotes_the_writeup_and_decides_each_finding(tmp_path
     held = {f["finding"]: f for f in doc["findings"]}
     assert not held["gzip_tail wins T2-over"]["holds"]
     assert "gzip_tail 0.0 %" in held["gzip_tail wins T2-over"]["detail"]
+
+
+def test_writeup_findings_are_not_measurable_where_no_retention_is_defined(tmp_path):
+    from urd.tables import writeup
+
+    zero = {(t, s): [(0, 0)] * 2 for t in ("t1", "t2") for s in ("over", "sanity")}
+    summ = fx.make_summary("learned", {"t1": [(0, 0), (0, 0)], "t2": [(0, 0), (0, 0)]},
+                           {"retrieval": zero, "gzip_tail": zero, "state_carry": zero})
+    text, doc = writeup.build(fx.write(tmp_path / "z.json", summ), "learned", Bootstrap(200, 0.95, 1))
+    assert [f["holds"] for f in doc["findings"]] == [None] * 4
+    assert text.count("not measurable (no defined retention)") == 4 and "n/a (A = 0)" in text

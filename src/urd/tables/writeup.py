@@ -85,8 +85,10 @@ def findings(cells: dict, systems: list[str]) -> list[dict]:
             mine = _point(cells, system, task, split)
             rivals = {s: _point(cells, s, task, split) for s in inc if s != system}
             best = max((v for v in rivals.values() if v is not None), default=None)
-            ok = mine is not None and (best is None or mine > best)  # a tie wins nothing
-            holds &= ok
+            if mine is None:  # no defined retention: the finding cannot be read, not "fails"
+                holds = None
+            elif holds is not None:
+                holds &= best is None or mine > best  # a tie wins nothing
             top = max(rivals, key=lambda s: -1 if rivals[s] is None else rivals[s]) if rivals else None
             detail.append(f"{task.upper()} {split}: {system} {_pct(mine)}, best other in contract "
                           f"{top} {_pct(best)}")
@@ -95,13 +97,17 @@ def findings(cells: dict, systems: list[str]) -> list[dict]:
     vals = {f"{s} {t.upper()} {sp}": _point(cells, s, t, sp) for s in IN_CONTRACT_STATE for t, sp in COLUMNS
             if (s, t, sp) in cells}
     nonzero = {k: v for k, v in vals.items() if v not in (None, 0.0)}
-    out.append({"finding": "the state channel scores zero under contract", "holds": bool(vals) and not nonzero,
-                "detail": ("every cell 0 or n/a" if not nonzero else
+    defined = [v for v in vals.values() if v is not None]
+    out.append({"finding": "the state channel scores zero under contract",
+                "holds": None if not defined else not nonzero,
+                "detail": ("no defined retention" if not defined else "every defined cell 0" if not nonzero else
                            "; ".join(f"{k}: {_pct(v)}" for k, v in nonzero.items()))})
     # 3. retention above 100 % in sanity
     over100 = {f"{s} {t.upper()}": _point(cells, s, t, "sanity") for s in inc for t in ("t1", "t2")
                if (_point(cells, s, t, "sanity") or 0) > 1.0}
-    out.append({"finding": "retention above 100 % in sanity", "holds": bool(over100),
+    sanity = [_point(cells, s, t, "sanity") for s in inc for t in ("t1", "t2")]
+    out.append({"finding": "retention above 100 % in sanity",
+                "holds": bool(over100) if any(v is not None for v in sanity) else None,
                 "detail": ("; ".join(f"{k}: {_pct(v)}" for k, v in over100.items()) or "no sanity cell above 100 %")})
     return out
 
@@ -136,8 +142,8 @@ def build(summary_path: str, scale: str, boot: Bootstrap) -> tuple[str, dict]:
         lines.append(f"- {name}: {_pct(m['mean'])} [{_pct(m['low'])}, {_pct(m['high'])}] over {m['n_episodes']} episodes")
     found = findings(cells, systems)
     lines += ["", "The write-up's findings that hold at both of its scales, measured here:", ""]
-    lines += [f"{n}. **{f['finding']}**: {'holds' if f['holds'] else 'does not hold'} ({f['detail']})"
-              for n, f in enumerate(found, 1)]
+    verdicts = {True: "holds", False: "does not hold", None: "not measurable (no defined retention)"}
+    lines += [f"{n}. **{f['finding']}**: {verdicts[f['holds']]} ({f['detail']})" for n, f in enumerate(found, 1)]
     lines += ["", f"Source: {src.line()}", ""]
     doc = {"scale": scale, "summary": summary_path, "summary_sha256": src.sha256, "bootstrap": boot.as_dict(),
            "rows": rows, "control": ctl, "findings": found, "writeup_01b_pct": WRITEUP_01B}
