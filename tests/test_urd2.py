@@ -397,7 +397,7 @@ def test_a_scales_dose_recipe_is_the_one_its_tuning_jobs_train(urd_config):
 
 # --- the config -----------------------------------------------------------------------------
 @pytest.mark.parametrize("edit, field", [
-    (lambda u: u["pareto"].update(systems=["replay_tune"]), "urd2.pareto (scale 0.1b).systems"),
+    (lambda u: u["pareto"].update(systems=["replay_tune"]), "urd2.pareto (scale learned).systems"),
     (lambda u: u["scales"]["tiny"]["chains"].update(lengths=[2, 9]), "urd2.chains (scale tiny).lengths"),
     (lambda u: u["chains"].update(sessions=7), "urd2.chains (scale 0.1b).sessions"),
     (lambda u: u["chains"].update(systems=["nonesuch"]), "systems"),
