@@ -194,7 +194,9 @@ def _dispatch(args) -> int:
 
 def incomplete_lines(suite: str, model: str, report: dict) -> list[str]:
     """One line for each reason a report states no verdict: suite, store, model, where, why."""
-    store = (report.get("store") or {}).get("name", "reference")
+    from .table import store_of
+
+    store = store_of(report)
     head = f"{suite} on {model}, store {store}: incomplete"
     if suite == "trip-vs-move":
         return [f"{head}: run {r['variant']}-{r['index']}: {r['incomplete']}" for r in report["runs"] if r["incomplete"]]

@@ -48,14 +48,13 @@ def shipped_record(src: str, dest: str, checkpoint_sha256: str, command: str) ->
     import torch
 
     from ..core.io import atomic_write_json
+    from .train import cpu_model
 
     with open(src, encoding="utf-8") as fh:
         record = json.load(fh)
     if record.get("sha256") != checkpoint_sha256:
         raise InputError(src, "sha256", f"the packed checkpoint's {checkpoint_sha256}", record.get("sha256"))
-    cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo", encoding="utf-8")
-                if ln.startswith("model name")), platform.processor()) if platform.system() == "Linux" else platform.processor()
-    record["shipped"] = {"command": command, "cpu": cpu, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+    record["shipped"] = {"command": command, "cpu": cpu_model(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
                          "torch": torch.__version__, "python": platform.python_version(), "machine": platform.machine()}
     atomic_write_json(dest, record)
 

@@ -101,7 +101,8 @@ def export(trainable: M.Trainable, path: str | os.PathLike) -> None:
     atomic_write_bytes(path, M.tiny.checkpoint_bytes(M.released(trainable.state_dict(released_rows=True))))
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """The processor's name, as the training record and the shipped record give it."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as fh:
             return next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), platform.processor())
@@ -185,7 +186,7 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
             os.replace(tmp, resume)
     record.update({"steps": step, "tokens": tokens, "seconds": round(time.monotonic() - started, 1),
                    "threads": int(s["threads"]), "torch": torch.__version__, "python": platform.python_version(),
-                   "machine": platform.machine(), "cpu": _cpu_model(),
+                   "machine": platform.machine(), "cpu": cpu_model(),
                    # the bytes depend on it (measured: AVX512, AVX2 and the generic kernels each
                    # train other bytes; MKL_CBWR=AVX2 changed nothing on this project's machine)
                    "cpu_capability": torch.backends.cpu.get_cpu_capability(),
