@@ -310,3 +310,25 @@ def test_vanilla_sits_at_its_floor_on_the_shipped_model(cfg, shipped):
             assert all(r["parsed"] is not None for r in ctl)
         else:
             assert all(r["parsed"].startswith("Logged: ") for r in ctl)
+
+
+def test_the_learning_curve_reads_each_evaluation_and_the_curriculum_column_where_recorded(tmp_path):
+    from urd.tables import learning
+
+    ev = {"step": 10, "tokens": 5000, "t1": {"score_A": 0.25, "confabulation": 0.5},
+          "t2": {"score_A": 0.5, "rate_trigger": 0.75, "rate_non_trigger": 0.25}}
+    record = {"settings": {"n_layer": 2, "n_embd": 128, "seed": 1}, "threads": 1, "seconds": 60,
+              "curve": [{"tokens": 5000, "loss": 1.5}],
+              "evals": [ev, {**ev, "step": 20, "tokens": 9000, "t1_at_cap": {"pairs": 12, "score_A": 0.4}}]}
+    rows = learning.rows(record)
+    assert rows == [[10, 5000, 0.25, 0.5, 0.5, 0.75, 0.25, None, None],
+                    [20, 9000, 0.25, 0.5, 0.5, 0.75, 0.25, 12, 0.4]]
+    assert len(learning.HEADER) == len(rows[0])
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({**record, "evals": []}))
+    assert learning.main(["--record", str(path), "--csv", str(tmp_path / "c.csv"), "--png", str(tmp_path / "c.png")]) == 1
+    assert not (tmp_path / "c.csv").exists() and not (tmp_path / "c.png").exists()
+    path.write_text(json.dumps(record))
+    assert learning.main(["--record", str(path), "--csv", str(tmp_path / "c.csv"), "--png", str(tmp_path / "c.png")]) == 0
+    assert (tmp_path / "c.csv").read_text().splitlines()[2].endswith(",12,0.4")
+    assert (tmp_path / "c.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

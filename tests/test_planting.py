@@ -456,6 +456,18 @@ class Summarised(VerbatimWithTable):
         return [*super().sections(view), ("middle_summary", view.summarize(lines, 1, 2))]
 
 
+class ReadsTheWorldName(VerbatimWithTable):
+    """Shows the due promises only where the world's name says the plant is there: the answer key,
+    if it leaked."""
+
+    seen: ClassVar[set] = set()
+
+    def sections(self, view):
+        type(self).seen.add(view.world)
+        planted = view.world.endswith(("/planted", "/apologised"))
+        return super().sections(view) if planted else super().sections(view)[:1]
+
+
 class NoFeatures(arms.ContextStrategy):
     def sections(self, view):
         return []
@@ -490,6 +502,19 @@ def test_a_strategy_plug_in_with_a_built_ins_features_is_credited_as_the_built_i
     assert m["total_tokens_median"] == m["prompt_tokens_median"]
     assert s["total_tokens_median"] > s["prompt_tokens_median"]
     assert s["net_hits_per_1k_total_tokens"] == round(s["net_hits"] / (s["total_tokens_median"] / 1000), 2)
+
+
+def test_a_strategy_learns_nothing_of_the_variant_from_the_world_it_is_handed(world_file, tmp_path):
+    ReadsTheWorldName.seen = set()
+    plugged = {"full": {"history": "verbatim", "promise_table": False},
+               "peek": {"strategy": f"{__name__}:ReadsTheWorldName"}}
+    r = suite.run_suite("scripted", settings(tmp_path, **{"planting.arms": plugged}), world_path=world_file, **QUIET)
+    seen = ReadsTheWorldName.seen
+    assert len(seen) == 6 * len(world.VARIANTS)  # a world per seed and variant, told apart
+    assert not [w for w in seen if any(v in w for v in (*world.VARIANTS, "seed"))], seen
+    # acting on the name earns nothing: it scores as the arm it is without the table
+    numbers = {n["arm"]: n for n in r["numbers"]}
+    assert numbers["peek"]["hits"] == numbers["full"]["hits"]
 
 
 def test_a_strategy_plug_in_that_declares_no_features_or_does_not_import_is_refused():

@@ -175,6 +175,28 @@ class ReadsTheSampleName(NoEvents):
         return any(word in sample for word in ("move", "res-", "positive", "development"))
 
 
+class ReadsTheRunsNames(NoEvents):
+    """Keeps only the latest note's claims (what passes a move) when anything it is handed about
+    its run names the variant; else keeps everything: the answer key, if it leaked. (Its
+    directory's parents are the suite's, the same for every run, so they hold no key.)"""
+
+    seen: tuple = ()
+    KEY = ("move", "trip", "alone", "home")
+
+    def __init__(self, run):
+        super().__init__(run)
+        type(self).seen += (run.replica, run.directory.name, repr(dict(run.options)))
+
+    def deposit(self, note, read_at):
+        type(self).seen += (note.name,)
+        super().deposit(note, read_at)
+
+    def rows(self):
+        told = any(word in text for text in type(self).seen[-4:] for word in self.KEY)
+        latest = self.kept[-1]["sources"] if self.kept else []
+        return [r for r in self.kept if r["sources"] == latest] if told else self.kept
+
+
 class NoRows(MemoryStore):
     def deposit(self, note, read_at):
         pass
@@ -195,7 +217,8 @@ def test_a_store_defined_here_runs_through_the_suite_and_check_ii_is_not_measura
     assert move["events"] is None and move["checks"]["not_measurable"] == ["ii_kept_back_by_winner"]
     assert move["checks"]["ii_kept_back_by_winner"].startswith("not measurable")
     assert "not_measurable" not in report["runs"][3]["checks"]  # trip-alone reads no events
-    assert (tmp_path / "work/stores/trip-vs-move/reader/scripted/store-mine/move-1/consolidated").exists()
+    run_dir = trip_vs_move.blind_run("reader", "move", 1)
+    assert (tmp_path / f"work/stores/trip-vs-move/reader/scripted/store-mine/{run_dir}/consolidated").exists()
     rows = table_mod.rows([("r.json", report)], [])
     assert rows[0][8] == "not measurable" and rows[0][11] == "not measured"
 
@@ -254,6 +277,23 @@ def test_a_store_learns_nothing_of_the_pair_from_the_sample_it_is_handed(tmp_pat
     # deciding by the name retires nothing: every set scores as a store that never retires
     decisions = [x["retires"] for st in report["sets"].values() for row in st["rows"] for x in row["samples"]]
     assert decisions and not any(decisions)
+
+
+def test_a_store_learns_nothing_of_the_variant_or_case_from_the_names_it_is_handed(tmp_path):
+    s = make_settings(tmp_path, {**plugin("peek", ReadsTheRunsNames), **plugin("never", NoEvents)})
+    ReadsTheRunsNames.seen = ()
+    report = trip_vs_move.run_suite("reader", "scripted", s, store="peek", **QUIET)
+    seen = ReadsTheRunsNames.seen
+    assert not [x for x in seen if any(w in x for w in ReadsTheRunsNames.KEY)], seen
+    # runs are still told apart (a replica per run), and a note's real name comes back in the rows
+    replicas = {x for x in seen if x.startswith("run-")}
+    assert len(replicas) == 5 and {"note-1.md", "note-2.md"} <= set(seen)
+    assert {src for r in report["runs"] for c in r["claims"] for src in c["sources"]} == {
+        "reader-01.md", "reader-02-moved.md"}
+    # deciding by the names earns nothing: it scores as the store that keeps everything
+    never = trip_vs_move.run_suite("reader", "scripted", make_settings(tmp_path / "n", plugin("never", NoEvents)),
+                                   store="never", **QUIET)
+    assert by_variant(report) == by_variant(never) == {"move": [False] * 3, "trip-alone": [True] * 2}
 
 
 def test_update_gate_refuses_a_store_without_a_decision_and_scores_a_bad_answer_incomplete(tmp_path):

@@ -17,7 +17,8 @@ from ..stores.reference.gates import GATES
 from ..stores.reference.ingest import StepFailed
 from ..stores.registry import REFERENCE
 from . import checks as checks_mod
-from .cases import PROTOCOL, verify_notes
+from ..core.io import sha256_bytes
+from .cases import PROTOCOL, Note, verify_notes
 from .cases import case as case_named
 from .runtime import (
     FREE_REMARK,
@@ -35,6 +36,25 @@ from .settings import Settings
 
 REPORT_VERSION = 1
 SUITE = "trip-vs-move"
+
+
+def blind_run(case_name: str, variant: str, index: int) -> str:
+    """The name a store knows its run by (its directory, its requests' replica): distinct for
+    every run of a case, and naming neither the variant nor the case, which are the answer key.
+    A digest, not a secret: it stops a store from reading the key by accident, as a real memory
+    could not."""
+    return "run-" + sha256_bytes(f"{SUITE}/{case_name}/{variant}/{index}".encode())[:10]
+
+
+def blind_notes(notes) -> tuple[list[Note], dict[str, str]]:
+    """The notes as a store is handed them, named by their order alone (a name like
+    reader-02-moved.md would tell it the case), and the way back from those names to the real."""
+    blind = [Note(f"note-{k}.md", n.date, n.text) for k, n in enumerate(notes, start=1)]
+    return blind, {b.name: n.name for b, n in zip(blind, notes)}
+
+
+def _named_back(rows: list[dict], names: Mapping[str, str]) -> list[dict]:
+    return [{**r, "sources": [names.get(s, s) for s in r["sources"]]} for r in rows]
 
 
 def _roles(case, name: str) -> list[str]:
@@ -62,8 +82,8 @@ def run_store(
     """One run: a fresh store, the variant's notes deposited one at a time, consolidation, the checks.
     ``ledger`` names the run's spend ledger (the ceiling is per run)."""
     case = case_named(case_name)
-    notes = verify_notes(settings.calibration_dir, case.variants[variant])
-    replica = f"{variant}-{index}"
+    notes, real_name = blind_notes(verify_notes(settings.calibration_dir, case.variants[variant]))
+    replica = blind_run(case_name, variant, index)
     meter = Meter()
     llm = build_llm(settings, routes, meter, table=table, http_client=http_client, ceiling_usd=ceiling_usd, record=record,
                     ledger=ledger, log=log)
@@ -72,9 +92,12 @@ def run_store(
     cls = registry.resolve(store, settings.store_plugins)
     memory = None
     run = StoreRun(fresh_run_dir(run_dir), llm, replica, settings, {"gate": gate})
+    def ingest(note: Note) -> None:
+        read = memory.deposit(note, settings.read_at or note.date) or {"note": note.name}
+        reads.append({**read, "note": real_name.get(read.get("note"), read.get("note"))} if isinstance(read, dict) else read)
+
     steps: list[tuple[str, Callable[[], object]]] = [
-        (f"ingest {note.name}", lambda note=note: reads.append(memory.deposit(note, settings.read_at or note.date) or {"note": note.name}))
-        for note in notes
+        (f"ingest {real_name[note.name]}", lambda note=note: ingest(note)) for note in notes
     ]
     steps.append(("consolidate", lambda: memory.consolidate()))
     label = "creating the store"
@@ -99,6 +122,7 @@ def run_store(
         incomplete = f"{label}: store {store} raised {type(exc).__name__}: {exc}"
     if incomplete is not None:
         rows, events = _salvage(memory, store) if memory is not None else ([], None)
+    rows = _named_back(rows, real_name)
     if memory is not None:
         memory.close()
     checks = checks_mod.evaluate(rows, events or [], trip_alone=variant == "trip-alone", case=case_name, version=checks_version)
@@ -200,14 +224,15 @@ def run_suite(
     for variant in ("move", "trip-alone"):
         for i in range(1, runs.get(variant, 0) + 1):
             run = run_store(
-                root / f"{variant}-{i}",
+                root / blind_run(case_name, variant, i),
                 case_name=case_name, variant=variant, index=i, settings=settings, routes=routes,
                 gate=gate, ceiling_usd=ceiling, table=table, http_client=http_client, checks_version=checks_version,
                 store=store, ledger=ledger_target(case_name, model, gate, store, variant, i),
                 log=log,
             )
             state = "INVALID" if run["invalid"] else "INCOMPLETE" if run["incomplete"] else "PASS" if run["passed"] else "FAIL"
-            log(f"{variant} run {i}: {state}  US${run['usage']['spent_usd']:.4f}")
+            log(f"{variant} run {i}: {state}  US${run['usage']['spent_usd']:.4f}  (store directory "
+                f"{blind_run(case_name, variant, i)})")
             done.append(run)
     remarks = []
     if not is_live(routes):

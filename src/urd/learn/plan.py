@@ -21,7 +21,7 @@ def learn_spec(config: dict) -> dict:
 # --- training settings and what a run of them costs -----------------------------------------
 DEFAULTS = {
     "seed": 1, "n_layer": 2, "n_embd": 128, "tokens": 2_000_000, "lr": 2e-3, "lr_final": 2e-4,
-    "warmup_steps": 100, "grad_clip": 1.0, "t2_per_step": 2, "pairs_min": 4, "ramp_tokens": 1_000_000,
+    "warmup_steps": 100, "grad_clip": 1.0, "t1_per_step": 1, "t2_per_step": 2, "pairs_min": 4, "ramp_tokens": 1_000_000,
     "eval_every": 200, "eval_episodes": 4, "save_every": 100, "threads": 1,
     "max_minutes": 240, "max_memory_mb": 4000,
 }
@@ -47,7 +47,7 @@ def settings_of(raw: dict, where: str = "settings") -> dict:
     for k, v in s.items():
         if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
             raise InputError(where, k, "a non-negative number", v)
-    for k in ("seed", "n_layer", "n_embd", "tokens", "t2_per_step", "pairs_min", "eval_every",
+    for k in ("seed", "n_layer", "n_embd", "tokens", "t1_per_step", "t2_per_step", "pairs_min", "eval_every",
               "eval_episodes", "save_every", "threads", "warmup_steps"):
         if not isinstance(s[k], int):
             raise InputError(where, k, "an integer", s[k])
@@ -56,6 +56,9 @@ def settings_of(raw: dict, where: str = "settings") -> dict:
     if s["n_layer"] < 1 or s["threads"] < 1 or s["eval_every"] < 1 or s["save_every"] < 1:
         raise InputError(where, "n_layer/threads/eval_every/save_every", "at least 1",
                          (s["n_layer"], s["threads"], s["eval_every"], s["save_every"]))
+    if not 1 <= s["t1_per_step"] + s["t2_per_step"] <= 16:
+        raise InputError(where, "t1_per_step/t2_per_step", "between 1 and 16 episodes a step in all",
+                         (s["t1_per_step"], s["t2_per_step"]))
     if not 4 <= s["pairs_min"] <= 64:
         raise InputError(where, "pairs_min", "between 4 and 64", s["pairs_min"])
     return s

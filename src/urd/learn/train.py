@@ -1,6 +1,6 @@
 """Train the `learned` backbone from a seed: python -m urd.learn.train OUT.pth --settings JSON ...
 
-One step is one T1 episode and `t2_per_step` T2 episodes of the training family
+One step is `t1_per_step` T1 episodes and `t2_per_step` T2 episodes of the training family
 (`urd.learn.stream`), each a sequence from the zero state; the loss is the replies' cross-entropy.
 T1's pair count follows a curriculum: drawn uniformly from [pairs_min, cap], where the cap grows
 linearly from pairs_min to 64 over the first `ramp_tokens` trained tokens, then stays at 64.
@@ -54,12 +54,18 @@ class Data:
         return round(s["pairs_min"] + frac * (64 - s["pairs_min"]))
 
     def step(self, step: int, tokens_seen: int) -> list[tuple[list[int], list[bool]]]:
-        seed = self.s["seed"]
-        pairs = self.s["pairs_min"] + Stream(S.FAMILY, seed, "pairs", step).below(
-            self.cap(tokens_seen) - self.s["pairs_min"] + 1)
-        eps = [S.t1_episode(seed, step, pairs, self.tasks["t1"], self.ex)]
-        eps += [S.t2_episode(seed, step * 16 + j, self.tasks["t2"], self.ex) for j in range(int(self.s["t2_per_step"]))]
+        seed, cap, low = self.s["seed"], self.cap(tokens_seen), self.s["pairs_min"]
+        eps = [S.t1_episode(seed, step * 16 + j, low + Stream(S.FAMILY, seed, "pairs", step * 16 + j).below(cap - low + 1),
+                            self.tasks["t1"], self.ex) for j in range(self.s["t1_per_step"])]
+        eps += [S.t2_episode(seed, step * 16 + j, self.tasks["t2"], self.ex) for j in range(self.s["t2_per_step"])]
         return [S.sequence(self.tok, ep) for ep in eps]
+
+    def held_out_at(self, pairs: int) -> list[dict]:
+        """Held-out T1 episodes of `pairs` pairs (the curriculum's cap): where the published shape
+        scores 0, they tell whether recall is learned at a shorter length."""
+        seed = self.s["seed"]
+        return [S.t1_episode(seed, S.HELD_OUT + 100_000 + i, pairs, self.tasks["t1"], self.ex)
+                for i in range(int(self.s["eval_episodes"]))]
 
     def held_out(self, queries: int) -> dict[str, list[dict]]:
         seed, n = self.s["seed"], int(self.s["eval_episodes"])
@@ -174,10 +180,13 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
             with tempfile.TemporaryDirectory() as d:
                 export(net, Path(d, "eval.pth"))
                 sc = control_scores(str(Path(d, "eval.pth")), held, decode)
-            record["evals"].append({"step": step, "tokens": tokens, **sc})
+                cap = data.cap(tokens)
+                at_cap = control_scores(str(Path(d, "eval.pth")), {"t1": data.held_out_at(cap)}, decode)["t1"]
+            record["evals"].append({"step": step, "tokens": tokens, **sc, "t1_at_cap": {"pairs": cap, **at_cap}})
             print(f"held-out at step {step}: T1 score_A {sc['t1']['score_A']:.3f} (confabulation "
                   f"{sc['t1']['confabulation']}), T2 discrimination {sc['t2']['score_A']:.3f} "
-                  f"({sc['t2']['rate_trigger']:.2f}/{sc['t2']['rate_non_trigger']:.2f})", file=log, flush=True)
+                  f"({sc['t2']['rate_trigger']:.2f}/{sc['t2']['rate_non_trigger']:.2f}); T1 at {cap} pairs "
+                  f"{at_cap['score_A']:.3f}", file=log, flush=True)
         if step % s["save_every"] == 0 and tokens < s["tokens"]:
             buf = {"settings": s, "weights": net.state_dict(), "optimizer": opt.state_dict(), "step": step,
                    "tokens": tokens, "seconds": time.monotonic() - started, "record": record}

@@ -244,7 +244,9 @@ class Run:
 
 
 def _world(seed: int, variant: str) -> str:
-    return f"seed-{seed}/{variant}"
+    """A world's name in the store, as a strategy reads it: naming neither the seed nor the
+    variant (planted, unplanted, apologised), which is the answer key. A digest, not a secret."""
+    return "world-" + sha256_bytes(f"planting/{seed}/{variant}".encode())[:10]
 
 
 def run_suite(model: str, settings: Settings, *, world_path: Path, pins=None, yes=False, roster=None,
