@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from .. import __version__
+from ..core.io import sha256_bytes
 from ..cost import agentmem as estimate_mod
 from ..llm import SCRIPTED_MODEL, CallFailed, CeilingReached, Meter, RequestRefused, Routes
 from ..stores import registry
@@ -17,7 +18,6 @@ from ..stores.reference.gates import GATES
 from ..stores.reference.ingest import StepFailed
 from ..stores.registry import REFERENCE
 from . import checks as checks_mod
-from ..core.io import sha256_bytes
 from .cases import PROTOCOL, Note, verify_notes
 from .cases import case as case_named
 from .runtime import (
