@@ -106,6 +106,30 @@ def test_targets_are_the_replies_and_the_repeated_codes(cfg):
     assert "In:" not in targets and "Session log" not in targets
 
 
+def test_a_step_of_one_t1_episode_is_numbered_by_the_step_as_the_shipped_checkpoint_was_trained(cfg, evaluated):
+    """The shipped record predates t1_per_step: at its default of 1 a step must draw the very
+    episodes it was trained on (T1 index = step), or its settings no longer retrain its bytes."""
+    ex, tok = S.Exclusions.of(evaluated), get_tokenizer()
+    tasks = {"t1": cfg["tasks"]["t1"], "t2": cfg["tasks"]["t2"]}
+    one = Data(plan.settings_of(SMALL), tasks, ex, tok)
+    for step in (0, 3, 7):
+        pairs = 4 + S.Stream(S.FAMILY, SMALL["seed"], "pairs", step).below(61)
+        assert one.step(step, 10**9)[0] == S.sequence(tok, S.t1_episode(SMALL["seed"], step, pairs, tasks["t1"], ex))
+    two = Data(plan.settings_of({**SMALL, "t1_per_step": 2}), tasks, ex, tok)
+    seen = [tuple(seq[0]) for step in range(3) for seq in two.step(step, 10**9)[:2]]
+    assert len(set(seen)) == 6  # two a step, no episode drawn twice
+
+
+def test_a_tied_head_starts_as_the_scaled_embedding_and_the_default_does_not():
+    tied = model.init_weights(5, 1, 64, tied_head=True)
+    assert torch.equal(tied["head.weight"], tied["emb.weight"] * (0.5 / 8))
+    plain = model.init_weights(5, 1, 64)
+    assert torch.equal(plain["emb.weight"], tied["emb.weight"])
+    assert not torch.allclose(plain["head.weight"], tied["head.weight"])
+    with pytest.raises(InputError, match="tied_head"):
+        plan.settings_of({"tied_head": 0.5})
+
+
 # --- the head, the export -----------------------------------------------------------------------
 def test_every_reply_token_is_in_the_head(cfg, evaluated):
     tok = get_tokenizer()
@@ -275,7 +299,9 @@ def test_the_shipped_record_says_how_it_was_made_and_its_last_scores_are_the_pin
     b = cfg["backbones"]["learned"]
     rec = json.loads((REPO / b["train"]["record"]).read_text())
     assert rec["sha256"] == check.sha256_file(shipped)
-    assert plan.settings_of(b["train"]["settings"]) == rec["settings"]
+    # A setting added after the record was made reads as its default, which is how training ran
+    # before the setting existed; every setting the record names must match the config's.
+    assert plan.settings_of(b["train"]["settings"]) == plan.settings_of(rec["settings"])
     assert "python -m urd.learn.train" in rec["shipped"]["command"] and rec["tokens"] >= rec["settings"]["tokens"]
     last = rec["evals"][-1]
     pinned = (b["train"]["behaviour"]["t1"], b["train"]["behaviour"]["t2"])

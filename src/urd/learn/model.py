@@ -44,10 +44,13 @@ def reply_vocab(tokenizer) -> list[int]:
 
 
 def init_weights(seed: int, n_layer: int, n_embd: int, head_size: int = 64,
-                 vocab_size: int = 65536) -> dict[str, torch.Tensor]:
+                 vocab_size: int = 65536, tied_head: bool = False) -> dict[str, torch.Tensor]:
     """Initial float32 weights in the released names: `urd.backbone.tiny`'s seeded per-tensor
     draws, with the residual branches' output projections at zero (RWKV-LM's x070 init, so each
-    block starts as the identity) and a head of small logits."""
+    block starts as the identity) and a head of small logits. tied_head: each head row starts as
+    its token's embedding row (scaled to logits of ~0.5 sqrt(n_embd) for the token itself), so
+    that reading a token back out of the residual stream, which copying a code needs for every one
+    of ~2,000 code tokens, is there from the start rather than learned row by row."""
     out = {}
     for name, shape in tiny.rwkv7_shapes(n_layer, n_embd, head_size, vocab_size).items():
         layer = int(name.split(".")[1]) if name.startswith("blocks.") else 0
@@ -57,6 +60,8 @@ def init_weights(seed: int, n_layer: int, n_embd: int, head_size: int = 64,
         elif name == "head.weight":
             arr = arr * 0.25
         out[name] = torch.from_numpy(np.ascontiguousarray(arr, dtype=np.float32))
+    if tied_head:
+        out["head.weight"] = out["emb.weight"] * (0.5 / n_embd ** 0.5)
     return out
 
 

@@ -23,7 +23,7 @@ DEFAULTS = {
     "seed": 1, "n_layer": 2, "n_embd": 128, "tokens": 2_000_000, "lr": 2e-3, "lr_final": 2e-4,
     "warmup_steps": 100, "grad_clip": 1.0, "t1_per_step": 1, "t2_per_step": 2, "pairs_min": 4, "ramp_tokens": 1_000_000,
     "eval_every": 200, "eval_episodes": 4, "save_every": 100, "threads": 1,
-    "max_minutes": 240, "max_memory_mb": 4000,
+    "max_minutes": 240, "max_memory_mb": 4000, "tied_head": 0,
 }
 # One-thread training time a trained token: a fixed part (the interpreter, the WKV's chunk loop,
 # the data) and a part proportional to the blocks' weights. Measured on this project's 2-core
@@ -48,7 +48,7 @@ def settings_of(raw: dict, where: str = "settings") -> dict:
         if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
             raise InputError(where, k, "a non-negative number", v)
     for k in ("seed", "n_layer", "n_embd", "tokens", "t1_per_step", "t2_per_step", "pairs_min", "eval_every",
-              "eval_episodes", "save_every", "threads", "warmup_steps"):
+              "eval_episodes", "save_every", "threads", "warmup_steps", "tied_head"):
         if not isinstance(s[k], int):
             raise InputError(where, k, "an integer", s[k])
     if s["n_embd"] < 64 or s["n_embd"] % 64:

@@ -55,8 +55,9 @@ class Data:
 
     def step(self, step: int, tokens_seen: int) -> list[tuple[list[int], list[bool]]]:
         seed, cap, low = self.s["seed"], self.cap(tokens_seen), self.s["pairs_min"]
-        eps = [S.t1_episode(seed, step * 16 + j, low + Stream(S.FAMILY, seed, "pairs", step * 16 + j).below(cap - low + 1),
-                            self.tasks["t1"], self.ex) for j in range(self.s["t1_per_step"])]
+        n1 = self.s["t1_per_step"]  # T1 episodes are numbered step * n1 + j: one a step is index `step`
+        eps = [S.t1_episode(seed, step * n1 + j, low + Stream(S.FAMILY, seed, "pairs", step * n1 + j).below(cap - low + 1),
+                            self.tasks["t1"], self.ex) for j in range(n1)]
         eps += [S.t2_episode(seed, step * 16 + j, self.tasks["t2"], self.ex) for j in range(self.s["t2_per_step"])]
         return [S.sequence(self.tok, ep) for ep in eps]
 
@@ -131,7 +132,8 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
     tok = get_tokenizer()
     data = Data(s, tasks, ex, tok)
     held = data.held_out(25)
-    net = M.Trainable(M.init_weights(int(s["seed"]), int(s["n_layer"]), int(s["n_embd"])), M.reply_vocab(tok))
+    net = M.Trainable(M.init_weights(int(s["seed"]), int(s["n_layer"]), int(s["n_embd"]),
+                                      tied_head=bool(s["tied_head"])), M.reply_vocab(tok))
     params = net.parameters()
     opt = torch.optim.Adam(params, lr=s["lr"], betas=(0.9, 0.99), eps=1e-8)
     resume = Path(out + ".resume.pt")
