@@ -105,3 +105,44 @@ def test_a_plug_in_stores_live_target_is_priced_by_the_dry_run(workdir):
     said = proc.stdout + proc.stderr
     assert proc.returncode == 0, said[-3000:]
     assert re.search(r"trip-vs-move reader \(mine\) on claude-sonnet-5-5: estimate US\$0\.\d\d \(call graph, 8 calls", said)
+
+
+FLAKY = '''from urd.stores.base import MemoryStore, claim_row
+
+
+class Flaky(MemoryStore):
+    """A user's store whose disk fills at its second note."""
+
+    def __init__(self, run):
+        super().__init__(run)
+        self.kept = []
+
+    def deposit(self, note, read_at):
+        if self.kept:
+            raise RuntimeError("the store's disk is full")
+        self.kept += [claim_row(line[6:], note.name) for line in note.text.splitlines() if line.startswith("User: ")]
+
+    def consolidate(self):
+        pass
+
+    def rows(self):
+        return self.kept
+'''
+
+
+def test_a_store_run_that_ends_incomplete_says_why_in_snakemakes_own_output(workdir, tmp_path_factory):
+    """The job succeeds (its report says incomplete, and the table shows it so); the reason must
+    not wait in the log, which Snakemake prints only for a failed job."""
+    plug = tmp_path_factory.mktemp("plug")
+    (plug / "flaky_store.py").write_text(FLAKY)
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(plug), env.get("PYTHONPATH")]))
+    proc = run_snakemake(workdir, "results/trip-vs-move/reader/flaky/scripted/report.json", "--config",
+                         "agentmem={stores: {plugins: {flaky: 'flaky_store:Flaky'}}}", env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    said = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.startswith("urd notice: ")]
+    assert len(said) == 3 and said[0].startswith(  # one line for each move run; the trip-alone runs finished
+        "urd notice: trip-vs-move on scripted, store flaky: incomplete: run move-1: ingest reader-02-moved.md: "
+        "store flaky raised RuntimeError: the store's disk is full (rule agentmem_trip_vs_move; log logs/")
+    report = json.loads((workdir / "results/trip-vs-move/reader/flaky/scripted/report.json").read_text())
+    assert [bool(r["incomplete"]) for r in report["runs"]] == [True] * 3 + [False] * 2

@@ -130,6 +130,23 @@ def test_a_tied_head_starts_as_the_scaled_embedding_and_the_default_does_not():
         plan.settings_of({"tied_head": 0.5})
 
 
+def test_full_loss_makes_every_next_token_a_target_and_the_head_holds_the_transcripts_tokens(cfg, evaluated):
+    ex, tok = S.Exclusions.of(evaluated), get_tokenizer()
+    tasks = {"t1": cfg["tasks"]["t1"], "t2": cfg["tasks"]["t2"]}
+    replies = Data(plan.settings_of(SMALL), tasks, ex, tok)
+    full = Data(plan.settings_of({**SMALL, "full_loss": 1}), tasks, ex, tok)
+    for (ids, flags), (same, every) in zip(replies.step(2, 10**9), full.step(2, 10**9)):
+        assert same == ids and every == [True] * (len(ids) - 1) + [False]
+        assert 0 < sum(flags) < len(ids) / 2  # the replies' loss: a small part of the sequence
+    assert replies.vocab() == model.reply_vocab(tok)
+    wide = full.vocab()
+    assert set(model.reply_vocab(tok)) < set(wide)
+    ids, _ = full.step(0, 10**9)[0]
+    assert set(ids) - {0} <= set(wide) and not set(ids) <= set(model.reply_vocab(tok))
+    with pytest.raises(InputError, match="full_loss"):
+        plan.settings_of({"full_loss": 2})
+
+
 # --- the head, the export -----------------------------------------------------------------------
 def test_every_reply_token_is_in_the_head(cfg, evaluated):
     tok = get_tokenizer()

@@ -55,9 +55,9 @@ def test_one_tuning_job_per_transcript_and_recipe_and_the_exact_spend(wf):
     assert {sha for _, sha in tunes if _ == "replay_tune"} == {sha for _, sha in tunes if _ == "replay_banc"}
     # each tiny tuning job: trained tokens / 300 tokens/s + 3 s load, in whole seconds: 2 x 10
     # (T1 replay_tune, ~1,840 tokens) + 2 x 4 (T2, ~175) + 4 x 7 (replay_banc, 1,024) = 56 GPU s;
-    # prefill, consolidate and answer jobs: 3 s start-up + their tokens, 64 CPU s in all; judge
-    # jobs bill nothing. 56 / 3600 h x $0.60 + 64 / 3600 h x $0.05 = $0.0102
-    assert line == f"urd planned spend (43 jobs to run): GPU 0.02 h, CPU 0.02 h, US$ 0.01 {PRICES}"
+    # prefill, consolidate and answer jobs: 2 s start-up + their tokens, 46 CPU s in all; judge
+    # jobs bill nothing. 56 / 3600 h x $0.60 + 46 / 3600 h x $0.05 = $0.0100
+    assert line == f"urd planned spend (43 jobs to run): GPU 0.02 h, CPU 0.01 h, US$ 0.01 {PRICES}"
 
 
 def test_dry_run_of_the_01b_summary_prints_planned_gpu_hours_and_dollars(wf):

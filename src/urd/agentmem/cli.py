@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..core.errors import UrdError
 from ..core.io import atomic_write_json
+from ..core.notice import notice
 from ..core.provenance import SANDBOX_ENV
 from ..cost import agentmem as estimate_mod
 from ..llm.batches import BatchJournal
@@ -187,8 +188,8 @@ def _dispatch(args) -> int:
         status = update_gate.exit_status(report)
     atomic_write_json(args.output, with_sandbox_label(report))
     print(f"{args.suite} on {args.model}: {report['verdict']}")
-    for line in incomplete_lines(args.suite, args.model, report):  # the job's log: why, in one line each
-        print(line, file=sys.stderr)
+    for line in incomplete_lines(args.suite, args.model, report):  # why, one line each, where the user looks
+        notice(line)
     return status if args.require_bar else EXIT_OK
 
 

@@ -23,7 +23,7 @@ DEFAULTS = {
     "seed": 1, "n_layer": 2, "n_embd": 128, "tokens": 2_000_000, "lr": 2e-3, "lr_final": 2e-4,
     "warmup_steps": 100, "grad_clip": 1.0, "t1_per_step": 1, "t2_per_step": 2, "pairs_min": 4, "ramp_tokens": 1_000_000,
     "eval_every": 200, "eval_episodes": 4, "save_every": 100, "threads": 1,
-    "max_minutes": 240, "max_memory_mb": 4000, "tied_head": 0,
+    "max_minutes": 240, "max_memory_mb": 4000, "tied_head": 0, "full_loss": 0,
 }
 # One-thread training time a trained token: a fixed part (the interpreter, the WKV's chunk loop,
 # the data) and a part proportional to the blocks' weights. Measured on this project's 2-core
@@ -48,7 +48,7 @@ def settings_of(raw: dict, where: str = "settings") -> dict:
         if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
             raise InputError(where, k, "a non-negative number", v)
     for k in ("seed", "n_layer", "n_embd", "tokens", "t1_per_step", "t2_per_step", "pairs_min", "eval_every",
-              "eval_episodes", "save_every", "threads", "warmup_steps", "tied_head"):
+              "eval_episodes", "save_every", "threads", "warmup_steps", "tied_head", "full_loss"):
         if not isinstance(s[k], int):
             raise InputError(where, k, "an integer", s[k])
     if s["n_embd"] < 64 or s["n_embd"] % 64:
@@ -56,6 +56,9 @@ def settings_of(raw: dict, where: str = "settings") -> dict:
     if s["n_layer"] < 1 or s["threads"] < 1 or s["eval_every"] < 1 or s["save_every"] < 1:
         raise InputError(where, "n_layer/threads/eval_every/save_every", "at least 1",
                          (s["n_layer"], s["threads"], s["eval_every"], s["save_every"]))
+    for k in ("tied_head", "full_loss"):
+        if s[k] not in (0, 1):
+            raise InputError(where, k, "0 or 1", s[k])
     if not 1 <= s["t1_per_step"] + s["t2_per_step"] <= 16:
         raise InputError(where, "t1_per_step/t2_per_step", "between 1 and 16 episodes a step in all",
                          (s["t1_per_step"], s["t2_per_step"]))

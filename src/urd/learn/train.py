@@ -59,7 +59,22 @@ class Data:
         eps = [S.t1_episode(seed, step * n1 + j, low + Stream(S.FAMILY, seed, "pairs", step * n1 + j).below(cap - low + 1),
                             self.tasks["t1"], self.ex) for j in range(n1)]
         eps += [S.t2_episode(seed, step * 16 + j, self.tasks["t2"], self.ex) for j in range(self.s["t2_per_step"])]
-        return [S.sequence(self.tok, ep) for ep in eps]
+        seqs = [S.sequence(self.tok, ep) for ep in eps]
+        if self.s["full_loss"]:  # every next token a target, the transcript's too (none after the last)
+            seqs = [(ids, [True] * (len(ids) - 1) + [False]) for ids, _ in seqs]
+        return seqs
+
+    def vocab(self) -> list[int]:
+        """The head's token ids: a reply's (model.reply_vocab), and with full_loss every id of the
+        first 64 steps' episodes at the curriculum's largest size (a later step's id outside it
+        is not a target: Trainable.loss drops it)."""
+        ids = set(M.reply_vocab(self.tok))
+        if self.s["full_loss"]:
+            for step in range(64):
+                for seq, _ in self.step(step, 10**12):
+                    ids |= set(seq)
+            ids.discard(0)
+        return sorted(ids)
 
     def held_out_at(self, pairs: int) -> list[dict]:
         """Held-out T1 episodes of `pairs` pairs (the curriculum's cap): where the published shape
@@ -133,7 +148,7 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
     data = Data(s, tasks, ex, tok)
     held = data.held_out(25)
     net = M.Trainable(M.init_weights(int(s["seed"]), int(s["n_layer"]), int(s["n_embd"]),
-                                      tied_head=bool(s["tied_head"])), M.reply_vocab(tok))
+                                      tied_head=bool(s["tied_head"])), data.vocab())
     params = net.parameters()
     opt = torch.optim.Adam(params, lr=s["lr"], betas=(0.9, 0.99), eps=1e-8)
     resume = Path(out + ".resume.pt")

@@ -18,6 +18,7 @@ from ..agentmem.cli import _pin, run_guarded, token_counter, with_sandbox_label
 from ..agentmem.reports import read_report
 from ..agentmem.runtime import routes_for
 from ..core.io import atomic_write_json
+from ..core.notice import notice
 from . import judge, render, world
 
 EXIT_OK, EXIT_STOPPED = 0, 1  # 2 (nothing run or written): urd.agentmem.cli.run_guarded
@@ -109,9 +110,13 @@ def _dispatch(args) -> int:
     report = suite.run_suite(args.model, s, world_path=args.world, pins=dict(args.pin), yes=args.yes,
                              log=lambda line: print(line, file=sys.stderr, flush=True))
     atomic_write_json(args.output, with_sandbox_label(report))
-    # standard error: the job's log holds the outcome and the reason
-    print(f"planting on {args.model}: {report['status']}" + (f" at the {report['stop']['at']}: {report['stop']['why']}"
-                                                             if report["stop"] else ""), file=sys.stderr)
+    # the outcome and the reason: in the job's log, and where the user looks unless it completed
+    outcome = f"planting on {args.model}: {report['status']}" + (
+        f" at the {report['stop']['at']}: {report['stop']['why']}" if report["stop"] else "")
+    if report["status"] == "complete":
+        print(outcome, file=sys.stderr)
+    else:
+        notice(outcome)
     if report["status"] in ("complete", "incomplete") or args.stopped_ok:
         return EXIT_OK
     return EXIT_STOPPED

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from ..core.notice import MARK, marked
 from . import sandbox
 
 # Inside the sandbox: call the command's main with its arguments (no import of urd.workflow).
@@ -31,10 +32,12 @@ def run(snakemake, main: Callable[[list[str]], int], argv: Iterable) -> None:
     the declared inputs, writes the declared outputs, and nothing else of the working tree.
     """
     args = sandbox.flatten(argv)
+    terminal = None
     if snakemake.log:
         log = Path(snakemake.log[0])
         log.parent.mkdir(parents=True, exist_ok=True)
         sys.stderr.flush()
+        terminal = os.dup(2)  # Snakemake's own output, for the command's notices
         fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(fd, 2)
         os.close(fd)
@@ -45,8 +48,14 @@ def run(snakemake, main: Callable[[list[str]], int], argv: Iterable) -> None:
         sys.exit(2)
     if not sandboxed:
         os.environ[sandbox.ENV] = label
-        sys.exit(main(args))
-    sys.exit(_sandboxed(snakemake, main, args))
+        status = main(args)
+    else:
+        status = _sandboxed(snakemake, main, args)
+    if terminal is not None:
+        sys.stderr.flush()
+        for line in marked(Path(snakemake.log[0]).read_text(errors="replace")):
+            os.write(terminal, f"{MARK}{line} (rule {snakemake.rule}; log {snakemake.log[0]})\n".encode())
+    sys.exit(status)
 
 
 def _sandboxed(snakemake, main: Callable, args: list[str]) -> int:
