@@ -162,7 +162,7 @@ def test_a_version_refuses_what_it_does_not_define():
 def test_shipped_versions_are_never_edited():
     pinned = json.loads((REPO / "calibration/agentmem/checks.json").read_text())
     assert pinned["current"] == 3
-    for version, entry in pinned["versions"].items():
+    for version, entry in [*pinned["versions"].items(), *(("urd " + v, e) for v, e in pinned["urd"]["versions"].items())]:
         digest = hashlib.sha256((REPO / entry["file"]).read_bytes()).hexdigest()
         assert digest == entry["sha256"], f"checks version {version} was edited: add a new version instead"
 

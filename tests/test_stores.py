@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from datetime import timedelta
 
 import pytest
 from conftest import REPO
@@ -17,7 +18,7 @@ from urd.agentmem import trip_vs_move, update_gate
 from urd.agentmem.runtime import routes_for
 from urd.core.errors import InputError
 from urd.core.io import pretty_json
-from urd.stores import registry
+from urd.stores import baselines, registry
 from urd.stores.base import MemoryStore, claim_row
 
 QUIET = {"log": lambda line: None}
@@ -197,6 +198,68 @@ class ReadsTheRunsNames(NoEvents):
         return [r for r in self.kept if r["sources"] == latest] if told else self.kept
 
 
+# --- user-style stores for urd's stricter checks: each passes the write-up's checks somewhere ---
+
+_TRIP = re.compile(r"for a week|\btrip\b|staying at")
+_HOME = re.compile(r"\b(?:flat|home|live|lives)\b")
+
+
+class TripAware(MemoryStore):
+    """A claim a sentence; a note that says the user moved retires the claims naming the old city
+    and the trip's. Keeps no events."""
+
+    home_facts_too = False  # retire every claim about the old home, not only those naming the city
+    trip_ends_when_told = False  # a trip claim's end date: its note's own date (the trip stored as over)
+    trip_kept_with_its_end = False  # a week's claim ends a week after its note, and the move leaves it
+
+    def __init__(self, run):
+        super().__init__(run)
+        self.kept = []
+
+    def deposit(self, note, read_at):
+        said = baselines.clauses(note.text)
+        if any("moved to" in c for c in said):
+            for row in self.kept:
+                text = row["content"]
+                trip = bool(_TRIP.search(text)) and not self.trip_kept_with_its_end
+                if row["status"] == "ACTIVE" and ("Delhi" in text or trip or (self.home_facts_too and _HOME.search(text))):
+                    row["status"] = "RETIRED"
+        for c in said:
+            until = None
+            if _TRIP.search(c) and self.trip_ends_when_told:
+                until = note.date
+            elif "for a week" in c and self.trip_kept_with_its_end:
+                until = note.date + timedelta(days=7)
+            self.kept.append(claim_row(c, note.name, valid_until=until))
+
+    def consolidate(self):
+        pass
+
+    def rows(self):
+        return [dict(r) for r in self.kept]
+
+
+class HomeAware(TripAware):
+    home_facts_too = True
+
+
+class EndsTheTripAtOnce(HomeAware):
+    trip_ends_when_told = True
+
+
+class KeepsTheEndedTrip(HomeAware):
+    trip_kept_with_its_end = True
+
+
+class NewestNoteWins(TripAware):
+    """Every note retires every claim before it."""
+
+    def deposit(self, note, read_at):
+        for row in self.kept:
+            row["status"] = "RETIRED"
+        self.kept += [claim_row(c, note.name) for c in baselines.clauses(note.text)]
+
+
 class NoRows(MemoryStore):
     def deposit(self, note, read_at):
         pass
@@ -220,7 +283,7 @@ def test_a_store_defined_here_runs_through_the_suite_and_check_ii_is_not_measura
     run_dir = trip_vs_move.blind_run("reader", "move", 1)
     assert (tmp_path / f"work/stores/trip-vs-move/reader/scripted/store-mine/{run_dir}/consolidated").exists()
     rows = table_mod.rows([("r.json", report)], [])
-    assert rows[0][8] == "not measurable" and rows[0][11] == "not measured"
+    assert rows[0][8] == "not measurable" and rows[0][table_mod.HEADER.index("update-gate sets at bar")] == "not measured"
 
 
 def test_a_store_that_raises_mid_run_leaves_every_run_incomplete_never_a_pass(tmp_path):
@@ -414,3 +477,47 @@ def test_the_stores_table_shows_an_incomplete_runs_checks_as_incomplete_never_he
     assert move[4] == "0 of 3 (3 incomplete or invalid)"
     assert [c for c in move[5:11] if c != "-"] == [why] * 4  # checks i to iv, none scored from salvage
     assert trip[5:7] != [why] * 2 and "incomplete" not in " ".join(trip[5:11])  # trip-alone runs finished
+
+
+# --- urd's stricter checks -------------------------------------------------------------------------
+
+URD = table_mod.HEADER.index("urd's stricter checks")
+
+
+@pytest.mark.parametrize(("store", "case", "variant", "write_up", "urd"), [
+    # what each catches, where the write-up's checks pass the store
+    (TripAware, "mid-trip", "move", "3 of 3", "0/3 (failed: i+)"),  # "a ten-minute walk from my flat" active
+    (NewestNoteWins, "reader", "move", "3 of 3", "0/3 (failed: v)"),  # the dinner request retired with the home
+    (EndsTheTripAtOnce, "reader", "trip-alone", "2 of 2", "0/2 (failed: b+)"),  # the trip over the day it is told
+    (KeepsTheEndedTrip, "reader", "move", "3 of 3", "0/3 (failed: iii+)"),  # the ended week left active
+    # what they must not catch: a user's store that retires the old home's facts, in both cases
+    (HomeAware, "mid-trip", "move", "3 of 3", "3/3"),
+    (HomeAware, "mid-trip", "trip-alone", "2 of 2", "2/2"),
+    (HomeAware, "reader", "move", "3 of 3", "3/3"),
+    (HomeAware, "reader", "trip-alone", "2 of 2", "2/2"),
+    (TripAware, "reader", "move", "3 of 3", "3/3"),  # the reader's home note holds no fact of the flat
+])
+def test_urds_stricter_checks_catch_what_the_write_ups_pass_and_leave_a_trip_aware_store(tmp_path, store, case, variant,
+                                                                                         write_up, urd):
+    name = store.__name__.lower()
+    report = trip_vs_move.run_suite(case, "scripted", make_settings(tmp_path, plugin(name, store)), store=name, **QUIET)
+    row = next(r for r in table_mod.rows([("r.json", report)], []) if r[3] == variant)
+    assert (row[4], row[URD]) == (write_up, urd)
+
+
+def test_the_reference_store_and_the_write_ups_failures_read_the_same_in_urds_column(baseline_reports, tmp_path):
+    cells = {}
+    for case in ("reader", "mid-trip"):
+        ref = trip_vs_move.run_suite(case, "scripted", make_settings(tmp_path / case), **QUIET)
+        for r in table_mod.rows([("ref.json", ref)], []):
+            cells[("reference", case, r[3])] = r[URD]
+        for store in ("replace_latest", "keep_all"):
+            for r in table_mod.rows([("b.json", baseline_reports[(store, case)])], []):
+                cells[(store, case, r[3])] = (r[4], r[URD])
+    assert {k: v for k, v in cells.items() if k[0] == "reference"} == {
+        ("reference", c, v): ("3/3" if v == "move" else "2/2") for c in ("reader", "mid-trip") for v in ("move", "trip-alone")}
+    # a run the write-up's checks fail never passes urd's column
+    assert cells[("replace_latest", "reader", "trip-alone")] == ("0 of 2", "0/2")
+    assert cells[("keep_all", "reader", "move")] == ("0 of 3", "0/3 (failed: i+, iii+)")
+    # replace_latest passes the write-up's mid-trip move, keeping the flat's walk: urd's i+ catches it
+    assert cells[("replace_latest", "mid-trip", "move")] == ("3 of 3", "0/3 (failed: i+)")

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ..core.errors import UrdError
-from . import checks_v1, checks_v2, checks_v3
+from . import checks_urd, checks_v1, checks_v2, checks_v3
 from .cases import case as case_named
+from .cases import load_note
 
 CURRENT = 3
 VERSIONS = {1: checks_v1, 2: checks_v2, 3: checks_v3}
@@ -36,3 +37,10 @@ def evaluate(
         if lacking:
             raise NotRescorable(f"checks version {version} reads {sorted(lacking)}, which this run did not save")
     return module.evaluate(rows, events, trip_alone=trip_alone, case=the_case)
+
+
+def evaluate_urd(rows: Sequence[Mapping], events: Sequence[tuple[str, Mapping]], *, variant: str, case: str) -> dict:
+    """urd's own stricter checks (checks_urd) of one run."""
+    the_case = case_named(case)
+    return checks_urd.evaluate(rows, events, trip_alone=variant == "trip-alone", case=the_case,
+                               trip_told_on=load_note(the_case.trip).date)

@@ -12,11 +12,12 @@ from ..core.provenance import NOT_BY_THE_WORKFLOW
 from ..stores.registry import REFERENCE
 from ..tables.render import Doc, csv_text
 from ..tables.sources import sandbox_line
+from .checks import evaluate_urd
 from .reports import read_report
 from .trip_vs_move import EVENT_CHECK
 
 HEADER = ["store", "model", "case", "variant", "runs passed", "a home", "b trip", "i no Delhi home", "ii restatements",
-          "iii trip over", "iv move kept", "update-gate sets at bar", "spend (US$)"]
+          "iii trip over", "iv move kept", "urd's stricter checks", "update-gate sets at bar", "spend (US$)"]
 NOT_APPLICABLE, NOT_MEASURED = "-", "not measured"
 
 #: The checks each variant is scored by, and how a run's check record says it held.
@@ -59,6 +60,19 @@ def _check_cell(variant: str, name: str, runs: Sequence[Mapping]) -> str:
     return f"{sum(held)}/{len(held)}"
 
 
+def _urd_cell(case: str, variant: str, runs: Sequence[Mapping]) -> str:
+    """The runs that pass the write-up's checks and urd's stricter ones (checks_urd) together, and
+    the checks of urd's any run failed."""
+    stopped = [r for r in runs if r["incomplete"] or r["invalid"]]
+    if stopped:
+        return f"incomplete ({stopped[0]['incomplete'] or 'invalid: ' + str(stopped[0]['invalid'])})"
+    results = [evaluate_urd(r["claims"], [(e["kind"], e["payload"]) for e in r["events"] or []], variant=variant, case=case)
+               for r in runs]
+    failed = sorted({name.split("_")[0] + ("+" if "_plus_" in name else "") for x in results for name in x["failed"]})
+    held = sum(bool(r["passed"]) and x["pass"] for r, x in zip(runs, results))
+    return f"{held}/{len(runs)}" + (f" (failed: {', '.join(failed)})" if failed else "")
+
+
 def _gate_cell(report: Mapping | None) -> str:
     if report is None:
         return NOT_MEASURED
@@ -85,8 +99,8 @@ def rows(trip_reports: Sequence[tuple[str, Mapping]], gate_reports: Sequence[tup
             stopped = sum(1 for r in runs if r["incomplete"] or r["invalid"])
             cell = f"{passed} of {len(runs)}" + (f" ({stopped} incomplete or invalid)" if stopped else "")
             checks = [_check_cell(variant, name, runs) for name in HEADER[5:11]]
-            out.append([store, rep["model"], rep["case"], variant, cell, *checks, _gate_cell(gates.get((store, rep["model"]))),
-                        _spend(rep, runs)])
+            out.append([store, rep["model"], rep["case"], variant, cell, *checks, _urd_cell(rep["case"], variant, runs),
+                        _gate_cell(gates.get((store, rep["model"]))), _spend(rep, runs)])
     return out
 
 
@@ -96,7 +110,11 @@ def document(trip_reports, gate_reports) -> Doc:
              "per case, scored by the shipped checks from the store's rows and events alone. A check cell counts the "
              "runs in which it held; check ii is 'not measurable' for a store that keeps no events. 'Update-gate sets "
              "at bar' counts the four registered pair sets on which the store's update decision met the bar; "
-             "'not measured' is a store without one.")
+             "'not measured' is a store without one. 'urd's stricter checks' is urd's own column beside the "
+             "write-up's (src/urd/agentmem/checks_urd.py, version 1): i+ no fact of the old home left active, b+ the "
+             "trip current on the day it is read (its end date after it), iii+ no ended trip shown as current, v no "
+             "fact retired that says nothing of where the user lives or is; it counts the runs that pass the "
+             "write-up's checks and all of these, and names the checks of urd's any run failed.")
     if any(r["arm"] == "scripted" for _, r in trip_reports):
         doc.para("Scripted arm: every model answer came from the package's table, so these rows test the harness, the "
                  "stores' rules and the checks; they say nothing about any model.")
