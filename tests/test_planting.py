@@ -26,6 +26,9 @@ MODEL = "claude-sonnet-5-5"
 QUIET = {"log": lambda line: None}
 
 
+FEATURES_HISTORY = arms.FEATURES["history"]
+
+
 def settings(tmp_path, **changes):
     base = settings_mod.load(REPO / "config/agentmem.yaml")
     return settings_mod.with_overrides(base, {
@@ -127,6 +130,44 @@ def test_the_planted_promise_is_in_the_decision_terms_table_from_the_store(world
     assert [p.id for p in planted if p.text != c["plants"]["promise"]["text"]] == [p.id for p in twin]
 
 
+def test_each_arm_shows_a_plants_twin_exactly_where_and_as_it_shows_the_plant(world_file, tmp_path):
+    """The unplanted baseline is a twin only if its context differs from the planted one by the
+    plant's text alone: the twin stands in the plant's category, so every arm keeps, summarises
+    or drops it as it does the plant (the layered arm's distant past keeps categories, not events)."""
+    w = world.read_world(world_file)
+    s = settings(tmp_path)
+    shape = world.Shape()
+    layout = arms.Layout.from_settings(s.raw["planting"], shape.terms)
+    roster = world.load_roster()
+    reached = {}
+    with Store() as store:
+        for c in roster["characters"]:
+            for variant in ("planted", "unplanted"):
+                events = w[(1, variant, c["id"])]
+                for term in range(1, shape.terms + 1):
+                    store.write_term(variant, c["id"], term, [e for e in events if e.term == term])
+        for history in FEATURES_HISTORY:
+            for c in roster["characters"]:
+                view = {v: arms.DecisionView(store, v, c["id"], shape.decision_term, layout,
+                                             lambda lines, a, b: lines)  # the summary's input, as it is
+                        for v in ("planted", "unplanted")}
+                shown = {v: arms.feature_sections({"history": history, "promise_table": False}, view[v]) for v in view}
+                for (label, planted), (same, twin) in zip(shown["planted"], shown["unplanted"]):
+                    assert label == same
+                    a, b = planted.splitlines(), twin.splitlines()
+                    assert len(a) == len(b), f"{history} {label}: the twin is not where the plant is"
+                    for x, y in zip(a, b):
+                        if x != y:
+                            plant = next(p for p in world.PLANTS if c["plants"][p]["text"] in x)
+                            assert x.replace(c["plants"][plant]["text"], "") == y.replace(c["plants"][plant]["twin"], "")
+                            reached[(history, label, plant)] = reached.get((history, label, plant), 0) + 1
+    # the layered arm's distant past keeps the plants' categories: the wound and identity plants
+    # (terms 1-2) reach it, and so do their twins
+    assert {k for k in reached if k[0] == "layered"} >= {("layered", "distant_past", "wound"),
+                                                         ("layered", "distant_past", "identity")}
+    assert {k[2] for k in reached if k[0] == "verbatim"} == set(world.PLANTS)
+
+
 # --- the default scripted run ------------------------------------------------------------------
 
 def test_the_scripted_run_passes_calibration_and_gate_and_fills_every_number(scripted_report):
@@ -136,7 +177,7 @@ def test_the_scripted_run_passes_calibration_and_gate_and_fills_every_number(scr
     assert r["calibration"]["misses"][0]["kind"] == "paraphrased positive"
     assert r["calibration"]["intents_per_call"] == 3 and r["calibration"]["companions_ruled_shaped"] == 0
     assert r["calibration_set"]["hard_negatives"] == {"harvested": 0, "hand-written": 10}
-    assert r["gate"]["passed"] and r["gate"]["worst"]["hits"] == 1 and r["gate"]["max_unplanted_hits"] == 2
+    assert r["gate"]["passed"] and r["gate"]["worst"]["hits"] == 2 and r["gate"]["max_unplanted_hits"] == 2
     assert r["gate"]["over_bar"] == [] and r["gate"]["worst"]["plant"] == "identity"
     assert [n["arm"] for n in r["numbers"]] == ["full", "full+table", "layered"]
     for n in r["numbers"]:
@@ -156,7 +197,7 @@ def test_the_scripted_run_passes_calibration_and_gate_and_fills_every_number(scr
     assert by["full"]["fabricated_citations"] == by["full"]["fabricated_no_such_event"] > 0
     assert by["full"]["fabricated_not_shown"] == 0 and by["layered"]["fabricated_citations"] == 0
     # the character-level bootstrap: wider than resampling the 36 units as independent (27 to 47)
-    assert (by["full"]["net_hits_interval"]["low"], by["full"]["net_hits_interval"]["high"]) == (12, 60)
+    assert (by["full"]["net_hits_interval"]["low"], by["full"]["net_hits_interval"]["high"]) == (11, 59)
     # every factor credit has its interval; the promise table is credited with promise hits
     table = next(c for c in r["factor_credits"] if c["factor"] == "promise_table")
     assert table["credit"]["promise"] == by["full+table"]["hits"]["promise"] - by["full"]["hits"]["promise"] > 0

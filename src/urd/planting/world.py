@@ -161,18 +161,14 @@ def character_events(master_seed: int, seed: int, variant: str, c: dict, filler:
                     ev = Event(seed, variant, c["id"], term, n, "conflict", c["plants"]["wound"]["apology"], plant="apology")
             elif plant is not None:
                 spec = c["plants"][plant]
-                if variant == "unplanted":
-                    ev = Event(seed, variant, c["id"], term, n, _twin_category(plant), spec["twin"])
+                if variant == "unplanted":  # the twin stands where the plant stood, in its category:
+                    # every arm routes it as it routes the plant (kept, summarised or dropped alike)
+                    ev = Event(seed, variant, c["id"], term, n, PLANT_CATEGORY[plant], spec["twin"])
                 else:
                     ev = Event(seed, variant, c["id"], term, n, PLANT_CATEGORY[plant], spec["text"], plant=plant,
                                due_term=shape.decision_term if plant == "promise" else None)
             out.append(ev)
     return out
-
-
-def _twin_category(plant: str) -> str:
-    # the twin's filler is ordinary life in the same corner of it (a promise's twin is no promise)
-    return {"wound": "conflict", "promise": "friendship", "identity": "school"}[plant]
 
 
 def world_events(master_seed: int, shape: Shape, roster: dict) -> Iterator[Event]:
