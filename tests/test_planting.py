@@ -18,6 +18,7 @@ from urd.core.io import sha256_file
 from urd.core.manifest import read_manifest
 from urd.llm import Meter
 from urd.planting import arms, judge, prompts, render, report, suite, world
+from urd.planting.routes import routes as planting_routes
 from urd.planting.scripted import PlantingResponder
 from urd.planting.store import Store, TermOrder
 
@@ -418,18 +419,27 @@ def test_a_live_run_goes_through_the_sdk_measures_tokens_and_replays_for_nothing
     # the fake bills a quarter token a byte of the user turn, plus the instructions as a cache write
     assert all(d["tokens_measured"] and d["prompt_tokens"] > 1000 for d in decide)
     # the estimate (the scripted call graph at list prices) is within 2x of what the run spent
-    est = suite.estimate(s, routes_for(MODEL, s), master_seed=MASTER_SEED)
+    est = suite.estimate(s, planting_routes(MODEL, s), master_seed=MASTER_SEED)
     assert 0.5 <= est.usd / r["meter"]["spent_usd"] <= 2.0
     again = suite.run_suite(MODEL, s, world_path=one, yes=True, http_client=FakeMessagesAPI().client(), **QUIET)
     # the same run again sends nothing and reports the same run (its spend was the target's)
     assert again["meter"] == r["meter"] and again["numbers"] == r["numbers"]
-    # re-judging the stored run with another judge pays for the judge's calls only
+    # by default the judge is not the characters' model: the other priced one (no other family is priced)
+    assert r["routes"]["judge"] == "claude-sonnet-4-6" and r["routes"]["decide"] == MODEL
+    assert r["judge_model"] == {"characters": MODEL, "judge": "claude-sonnet-4-6", "relation": "same family"}
+    (tmp_path / "r.json").write_text(json.dumps(r))
+    assert "characters' own model" not in render.document([(str(tmp_path / "r.json"), r)]).markdown().splitlines()[0]
+    # re-judging the stored run with another judge (here the characters' own) pays for the judge's calls only
     other = FakeMessagesAPI(PlantingResponder(world.load_roster()))
-    rejudged = suite.run_suite(MODEL, s, world_path=one, yes=True, pins={"judge": "claude-sonnet-4-6"},
+    rejudged = suite.run_suite(MODEL, s, world_path=one, yes=True, pins={"judge": MODEL},
                                http_client=other.client(), **QUIET)
     paid = {row["purpose"] for row in rejudged["meter"]["by_purpose"] if not row["replayed"]}
-    assert paid == {"judge"} and rejudged["routes"]["judge"] == "claude-sonnet-4-6" and rejudged["leaks"] == []
+    assert paid == {"judge"} and rejudged["routes"]["judge"] == MODEL and rejudged["leaks"] == []
     assert [d["intents"] for d in rejudged["decisions"]] == [d["intents"] for d in r["decisions"]]
+    assert rejudged["judge_model"]["relation"] == "same model"
+    (tmp_path / "j.json").write_text(json.dumps(rejudged))
+    title = render.document([(str(tmp_path / "j.json"), rejudged)]).markdown().splitlines()[0]
+    assert title.endswith(f"(judged by the characters' own model: {MODEL})")
 
 
 def test_the_ceiling_stops_a_live_run_and_the_report_says_incomplete(world_file, tmp_path, key):
@@ -608,7 +618,7 @@ def test_the_live_estimate_prices_the_distinct_requests_a_live_run_makes(tmp_pat
     billed = {row["purpose"]: row for row in r["meter"]["by_purpose"] if not row["replayed"]}
     s = settings_mod.with_overrides(s, {f"estimate.output_tokens.{p}": round(row["output_tokens"] / row["calls"])
                                         for p, row in billed.items()})
-    est = suite.estimate(s, routes_for(MODEL, s), master_seed=MASTER_SEED)
+    est = suite.estimate(s, planting_routes(MODEL, s), master_seed=MASTER_SEED)
     judge_requests = [q for q in api.requests if prompts.JUDGE_INSTRUCTIONS[:60] in q.content.decode()]
     assert len(judge_requests) == 20 + sum(len(d["judged"]) for d in r["decisions"])  # calibration, then one a plant
     assert est.calls == len(api.requests)
@@ -744,3 +754,20 @@ def test_the_v1_calibration_set_is_refused_in_one_line_naming_the_version_and_th
     said = str(err.value)
     assert "\n" not in said and "version: expected 2 or later" in said and "got 1" in said
     assert "judge-v2.json" in said and "python -m urd.planting harvest" in said
+
+
+def test_the_judge_defaults_to_another_model_another_family_where_one_is_priced(tmp_path):
+    from urd.planting import routes
+
+    assert routes.other_model("claude-sonnet-5-5", ["claude-sonnet-5-5", "claude-sonnet-4-6", "claude-haiku-4-5"],
+                              "c") == "claude-haiku-4-5"
+    assert routes.other_model("claude-sonnet-5-5", ["claude-sonnet-5-5", "claude-sonnet-4-6"], "c") == "claude-sonnet-4-6"
+    with pytest.raises(InputError, match="judge.model"):
+        routes.other_model("claude-sonnet-5-5", ["claude-sonnet-5-5"], "c")
+    s = settings(tmp_path)
+    assert routes.routes(MODEL, s).by_purpose["judge"] == "claude-sonnet-4-6"
+    assert routes.routes(MODEL, settings(tmp_path, **{"planting.judge.model": "same"})).by_purpose["judge"] == MODEL
+    assert routes.routes(MODEL, s, {"judge": MODEL}).by_purpose["judge"] == MODEL  # a pin decides
+    assert routes.routes("scripted", s).by_purpose["judge"] == "scripted"
+    assert [routes.relation(MODEL, j) for j in (MODEL, "claude-sonnet-4-6", "claude-haiku-4-5")] == [
+        "same model", "same family", "another family"]

@@ -93,9 +93,10 @@ def update_gate_cents(agentmem: Mapping, model: str, store: str = registry.REFER
 
 def planting_estimate(agentmem: Mapping, model: str, master_seed: int) -> estimate_mod.Estimate:
     from ..planting import suite
+    from ..planting.routes import routes as planting_routes
 
     s = _settings(agentmem)
-    routes = routes_for(model, s)
+    routes = planting_routes(model, s)
     return still_to_spend(s, routes, [suite.ledger_target(model)], suite.estimate(s, routes, master_seed=master_seed),
                           float(s.raw["spend"]["max_usd_planting"]))
 

@@ -16,7 +16,6 @@ from pathlib import Path
 from ..agentmem import settings as settings_mod
 from ..agentmem.cli import _pin, run_guarded, token_counter, with_sandbox_label
 from ..agentmem.reports import read_report
-from ..agentmem.runtime import routes_for
 from ..core.io import atomic_write_json
 from ..core.notice import notice
 from . import judge, render, world
@@ -97,7 +96,9 @@ def _dispatch(args) -> int:
         print(f"calibration set v{new['version']}: {len(new['items'])} items written to {args.output} and registered "
               f"in {p['judge']['registry']}; set agentmem.planting.judge.calibration_set to use it")
         return EXIT_OK
-    routes = routes_for(args.model, s, dict(args.pin))
+    from .routes import routes as planting_routes
+
+    routes = planting_routes(args.model, s, dict(args.pin))
     if args.verb == "estimate":
         count = token_counter(s) if args.count_tokens else None
         from . import suite

@@ -64,8 +64,12 @@ def rows(report: dict) -> list[list]:
 
 def document(reports: list[tuple[str, dict]]) -> Doc:
     harness = any(rep["model"] == HARNESS for _, rep in reports)
+    # the study's open weakness, in the title where it holds: the judge is the characters' relative
+    same = sorted({rep["model"] for _, rep in reports if rep["model"] != HARNESS
+                   and rep.get("judge_model", {}).get("relation", "same model") == "same model"})
     doc = Doc("Planting: context strategies judged by behaviour"
-              + (" (the scripted arm: a test of the harness, not findings about a model)" if harness else ""))
+              + (" (the scripted arm: a test of the harness, not findings about a model)" if harness else "")
+              + (f" (judged by the characters' own model: {', '.join(same)})" if same else ""))
     if harness:
         doc.para("The scripted arm's characters, summarizer and judge are fixed tables (urd.planting.scripted): its "
                  "rows show that the harness counts, subtracts and credits correctly, not how any model behaves.")

@@ -26,6 +26,7 @@ import numpy as np
 from ..core.io import canonical_json, sha256_bytes
 from ..core.rng import Stream
 from . import arms as arms_mod
+from .routes import relation
 from .world import PLANT_CATEGORY, PLANTS
 
 RESAMPLES, LEVEL, BOOT_SEED = 10_000, 0.95, 20260807
@@ -247,6 +248,8 @@ def build(run, state: dict, *, world_sha256: str, calibration: dict) -> dict:
         "suite": "planting",
         "model": run.model,
         "routes": run.routes.as_dict(),
+        "judge_model": {"characters": run.model, "judge": run.routes.by_purpose["judge"],
+                        "relation": relation(run.model, run.routes.by_purpose["judge"])},
         "status": state["status"],
         "stop": state["stop"],
         "scripted_note": "the scripted arm tests the harness, not a model" if run.model == "scripted" else None,

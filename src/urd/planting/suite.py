@@ -16,7 +16,7 @@ from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
 
-from ..agentmem.runtime import build_llm, confirm_live, fresh_run_dir, routes_for, scripted_calls
+from ..agentmem.runtime import build_llm, confirm_live, fresh_run_dir, scripted_calls
 from ..agentmem.settings import Settings
 from ..core.errors import InputError, UrdError
 from ..core.io import canonical_json, sha256_bytes, sha256_file
@@ -26,6 +26,7 @@ from ..llm.parse import json_object
 from . import arms as arms_mod
 from . import judge as judge_mod
 from . import prompts, report
+from . import routes as routes_mod
 from . import world as world_mod
 from .scripted import PlantingResponder
 from .store import Store
@@ -95,7 +96,7 @@ class Run:
                  http_client=None):
         self.s, self.p = settings, settings.raw["planting"]
         self.model, self.log = model, log
-        self.routes = routes_for(model, settings, pins)
+        self.routes = routes_mod.routes(model, settings, pins)
         confirm_live(self.routes, settings, yes)
         self.roster = roster or load_roster()
         self.shape = Shape.from_settings(self.p)
