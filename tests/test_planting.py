@@ -229,6 +229,26 @@ def test_numbers_follow_from_the_decisions_alone(scripted_report):
     assert n["fabricated_citations"] == len(fabricated) > 0
 
 
+def test_every_count_has_its_interval_from_the_same_draws(scripted_report):
+    """Per-plant hits, unplanted hits and fabricated citations get an interval as net hits does:
+    each holds its count, and each is the same two-stage bootstrap over the same units."""
+    for n in scripted_report["numbers"]:
+        for p in world.PLANTS:
+            iv = n["hits_interval"][p]
+            assert iv["low"] <= iv["point"] == n["hits"][p] <= iv["high"] and (iv["units"], iv["characters"]) == (36, 6)
+        iv = n["unplanted_hits_interval"]
+        assert iv["low"] <= iv["point"] == sum(n["unplanted_hits"].values()) <= iv["high"]
+        iv = n["fabricated_citations_interval"]
+        assert iv["low"] <= iv["point"] == n["fabricated_citations"] <= iv["high"]
+    full = next(n for n in scripted_report["numbers"] if n["arm"] == "full")
+    # a count that varies between characters has a real width; one that never varies has none
+    assert full["hits_interval"]["promise"]["low"] < full["hits"]["promise"] < full["hits_interval"]["promise"]["high"]
+    assert full["hits_interval"]["wound"]["low"] < full["hits_interval"]["wound"]["high"]
+    row = next(r for r in render.rows(scripted_report) if r[1] == "full")
+    cell = row[render.HEADER.index("promise 95% CI")]
+    assert cell == f"{full['hits_interval']['promise']['low']:.4g} to {full['hits_interval']['promise']['high']:.4g}"
+
+
 def test_fabricated_ids_are_the_cited_ids_the_prompt_did_not_show(world_file, tmp_path):
     """A character cites a real ID of term 2, the same without its S, one past the term's end, and
     a real ID of term 4: the verbatim arm showed the first and the last; the layered arm dropped

@@ -11,10 +11,11 @@ from ..tables.render import Doc, csv_text
 from ..tables.sources import sandbox_line
 from .world import PLANTS
 
-HEADER = ["model", "arm", "prompt tokens (median)", "wound", "promise", "identity", "unplanted hits", "net hits",
-          "net hits 95% CI", "net hits per 1K tokens", "per 1K 95% CI", "strategy tokens (median)",
+HEADER = ["model", "arm", "prompt tokens (median)", "wound", "wound 95% CI", "promise", "promise 95% CI", "identity",
+          "identity 95% CI", "unplanted hits", "unplanted 95% CI", "net hits", "net hits 95% CI",
+          "net hits per 1K tokens", "per 1K 95% CI", "strategy tokens (median)",
           "net hits per 1K tokens incl. strategy", "citations w/p/i", "judged w/p/i",
-          "fabricated citations (not shown / no such event)", "off protocol (replies / judge)",
+          "fabricated citations (not shown / no such event)", "fabricated 95% CI", "off protocol (replies / judge)",
           "short replies", "wound: not apologised - apologised"]
 HARNESS = "scripted"  # the offline tables: they test the harness, not a model
 
@@ -49,13 +50,18 @@ def rows(report: dict) -> list[list]:
     out = []
     for n in report["numbers"]:
         cf = n["counterfactual_wound"]
-        out.append([report["model"], n["arm"], _na(n["prompt_tokens_median"]), *(n["hits"][p] for p in PLANTS),
-                    sum(n["unplanted_hits"].values()), _na(n["net_hits"]), _ci(n["net_hits_interval"]),
+        hits_iv = n.get("hits_interval", {})  # reports before the per-count intervals: n/a
+        out.append([report["model"], n["arm"], _na(n["prompt_tokens_median"]),
+                    *(x for p in PLANTS for x in (n["hits"][p], _ci(hits_iv[p]) if p in hits_iv else "n/a")),
+                    sum(n["unplanted_hits"].values()),
+                    _ci(n["unplanted_hits_interval"]) if "unplanted_hits_interval" in n else "n/a",
+                    _na(n["net_hits"]), _ci(n["net_hits_interval"]),
                     _na(n["net_hits_per_1k_tokens"]), _ci(n["net_hits_per_1k_tokens_interval"]),
                     _na(n.get("strategy_tokens_median")),
                     _na(n.get("net_hits_per_1k_total_tokens")), "/".join(str(n["citations"][p]) for p in PLANTS),
                     "/".join(str(n["judged_influence"][p]) for p in PLANTS),
                     f"{n['fabricated_citations']} ({n['fabricated_not_shown']} / {n['fabricated_no_such_event']})",
+                    _ci(n["fabricated_citations_interval"]) if "fabricated_citations_interval" in n else "n/a",
                     f"{n['unparsed_decisions']} / {n['judge_off_protocol']}", n["short_replies"],
                     f"{cf['difference']['point']:g} ({_ci(cf['difference'])})" if cf["difference"]["point"] is not None
                     else "n/a"])

@@ -163,6 +163,10 @@ def arm_numbers(decisions: list[dict], arm: str, bytes_per_token: float) -> dict
         "total_tokens_median": statistics.median(totals) if totals else None,
         "net_hits_per_1k_total_tokens": per_1k_total,
         "net_hits_interval": rs.sum_interval(net_units),
+        # every count has its interval, from the same draws (the README's promise)
+        "hits_interval": {p: rs.sum_interval([hit(d, p) for d in planted]) for p in PLANTS},
+        "unplanted_hits_interval": rs.sum_interval([sum(hit(d, p) for p in PLANTS) for d in twin]),
+        "fabricated_citations_interval": rs.sum_interval([len(d["fabricated"]) for d in planted]),
         "net_hits_per_1k_tokens_interval": rs.interval(per_1k, per_1k_draws),
         "net_hits_per_1k_total_tokens_interval": rs.interval(per_1k_total, per_1k_total_draws),
         "citations": {p: sum(d["plant_ids"].get(p) in {x for it in d["intents"] for x in it["cites"]}
