@@ -357,26 +357,56 @@ def test_a_calibration_set_that_is_not_the_registered_one_is_refused(world_file,
                         world_path=world_file, **QUIET)
 
 
-def test_harvest_turns_the_twins_false_positives_into_the_next_registered_version(scripted_report, tmp_path):
+def test_harvest_lists_candidates_and_only_the_accepted_enter_the_next_registered_version(scripted_report, tmp_path):
     registry = tmp_path / "judge_sets.sha256"
     registry.write_text((REPO / "calibration/planting/judge_sets.sha256").read_text())
     v2 = tmp_path / "judge-v2.json"
     v2.write_bytes((REPO / "calibration/planting/judge-v2.json").read_bytes())
     cal = judge.load_set(v2, registry)
-    new = judge.harvest(scripted_report, cal, tmp_path / "judge-v3.json", registry)
-    harvested = new["items"][len(cal["items"]):]
+    found = judge.candidates(scripted_report)
     misjudged = world.load_roster()["scripted_judge"]["misjudges"][0]
+    assert [(c["event"], c["intent"]) for c in found["candidates"]] == [(misjudged["event"], misjudged["intent"])]
+    assert found["candidates"][0]["ruling"]["shaped"] is True and found["candidates"][0]["decision"] is None
+    # nothing enters unreviewed: the reviewer, then every decision, named where missing
+    with pytest.raises(InputError, match="reviewed_by"):
+        judge.harvest(found, cal, tmp_path / "judge-v3.json", registry, where="c.json")
+    found["reviewed_by"] = "a person reading the twin's filler"
+    with pytest.raises(InputError, match=r"candidates\[0\]\.decision"):
+        judge.harvest(found, cal, tmp_path / "judge-v3.json", registry, where="c.json")
+    assert not (tmp_path / "judge-v3.json").exists()
+    rejected = {**found, "candidates": [{**found["candidates"][0], "decision": "reject"}]}
+    assert judge.accepted(rejected, "c.json") == []
+    found["candidates"][0]["decision"] = "accept"
+    new = judge.harvest(found, cal, tmp_path / "judge-v3.json", registry, where="c.json")
+    harvested = new["items"][len(cal["items"]):]
     assert new["version"] == 3 and [(h["event"], h["intent"]) for h in harvested] == [(misjudged["event"], misjudged["intent"])]
-    assert all(h["kind"] == "hard negative" and not h["expected"] and h["origin"] == "harvested" for h in harvested)
+    assert harvested[0] | {"source": None} == {"event": misjudged["event"], "intent": misjudged["intent"], "expected": False,
+                                             "kind": "hard negative", "origin": "harvested", "model": "scripted",
+                                             "source": None, "accepted_by": "a person reading the twin's filler"}
     v3 = judge.load_set(tmp_path / "judge-v3.json", registry)  # registered, so it loads
     assert v3["hard_negatives"] == {"harvested": 1, "hand-written": 10}
+    assert report.on_misjudgements(v3["items"], "scripted") == {
+        "harvested_from_characters_model": 1, "required_own_misjudgements": 5, "calibrated_on_own_misjudgements": False}
+    assert report.on_misjudgements(v3["items"], MODEL)["harvested_from_characters_model"] == 0  # another model's
     # the scripted judge keeps its misjudgement: calibrated on v3 it no longer passes
     s = settings(tmp_path)
     llm = build_llm(s, routes_for("scripted", s), Meter(), responder=PlantingResponder(world.load_roster()))
     with pytest.raises(judge.CalibrationFailed, match=r"19/21 .* item 20 \(hard negative\) ruled True"):
         judge.calibrate(llm, v3, max_tokens=100, min_correct=math.ceil(0.95 * 21))
     with pytest.raises(InputError, match="never overwritten"):
-        judge.harvest(scripted_report, cal, tmp_path / "judge-v3.json", registry)
+        judge.harvest(found, cal, tmp_path / "judge-v3.json", registry)
+
+
+def test_a_live_table_says_its_judge_is_not_calibrated_on_the_systems_own_misjudgements(scripted_report, tmp_path):
+    live = copy.deepcopy(scripted_report) | {"model": MODEL}
+    live["judge_model"] = {"characters": MODEL, "judge": "claude-sonnet-4-6", "relation": "same family"}
+    assert live["calibration_set"]["calibrated_on_own_misjudgements"] is False  # v2: none harvested
+    (tmp_path / "live.json").write_text(json.dumps(live))
+    title = render.document([(str(tmp_path / "live.json"), live)]).markdown().splitlines()[0]
+    assert title.endswith(f"(judge not calibrated on this system's misjudgements: {MODEL})")
+    live["calibration_set"]["calibrated_on_own_misjudgements"] = True
+    title = render.document([(str(tmp_path / "live.json"), live)]).markdown().splitlines()[0]
+    assert "not calibrated" not in title
 
 
 # --- factor credits ----------------------------------------------------------------------------
@@ -459,7 +489,7 @@ def test_a_live_run_goes_through_the_sdk_measures_tokens_and_replays_for_nothing
     assert rejudged["judge_model"]["relation"] == "same model"
     (tmp_path / "j.json").write_text(json.dumps(rejudged))
     title = render.document([(str(tmp_path / "j.json"), rejudged)]).markdown().splitlines()[0]
-    assert title.endswith(f"(judged by the characters' own model: {MODEL})")
+    assert f"(judged by the characters' own model: {MODEL})" in title and "not calibrated" in title
 
 
 def test_the_ceiling_stops_a_live_run_and_the_report_says_incomplete(world_file, tmp_path, key):

@@ -10,12 +10,14 @@ input, a live run without confirmation, a stopped report given to ``tables``).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 from ..agentmem import settings as settings_mod
 from ..agentmem.cli import _pin, run_guarded, token_counter, with_sandbox_label
 from ..agentmem.reports import read_report
+from ..core.errors import InputError
 from ..core.io import atomic_write_json
 from ..core.notice import notice
 from . import judge, render, world
@@ -54,8 +56,13 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--cents", action="store_true", help="print only the estimate in whole US cents")
             p.add_argument("--count-tokens", action="store_true", help="count input tokens with the Messages API")
 
-    p = verbs.add_parser("harvest", help="a new calibration-set version with a run's unplanted false positives")
+    p = verbs.add_parser("harvest", help="a run's candidate misjudgements (its unplanted twins' hits), for review")
     p.add_argument("report", type=Path)
+    p.add_argument("--output", type=Path, required=True, help="the candidates file, to accept or reject item by item")
+    settings_args(p)
+
+    p = verbs.add_parser("accept", help="a new calibration-set version with a reviewed file's accepted candidates")
+    p.add_argument("review", type=Path, help="a harvested candidates file, every decision and reviewed_by filled in")
     p.add_argument("--output", type=Path, required=True, help="the new set (registered next to the current one)")
     settings_args(p)
 
@@ -91,8 +98,18 @@ def _dispatch(args) -> int:
         print(f"calibration set {args.set} registered in {p['judge']['registry']} (SHA-256 {digest})")
         return EXIT_OK
     if args.verb == "harvest":
+        found = judge.candidates(read_report(args.report, "planting"))
+        atomic_write_json(args.output, found)
+        print(f"{len(found['candidates'])} candidate misjudgements written to {args.output}: set each decision to accept "
+              "or reject and reviewed_by, then `python -m urd.planting accept`")
+        return EXIT_OK
+    if args.verb == "accept":
         cal = judge.load_set(p["judge"]["calibration_set"], p["judge"]["registry"])
-        new = judge.harvest(read_report(args.report, "planting"), cal, args.output, p["judge"]["registry"])
+        try:
+            review = json.loads(args.review.read_text())
+        except (OSError, ValueError) as exc:
+            raise InputError(args.review, "file", "a reviewed candidates file (JSON)", str(exc)) from None
+        new = judge.harvest(review, cal, args.output, p["judge"]["registry"], where=args.review)
         print(f"calibration set v{new['version']}: {len(new['items'])} items written to {args.output} and registered "
               f"in {p['judge']['registry']}; set agentmem.planting.judge.calibration_set to use it")
         return EXIT_OK

@@ -8,9 +8,10 @@ at every load (`check_set`): at least 20 items, at least 5 positives and at leas
 negatives, each hard negative's ``origin`` stated: ``harvested`` (a recorded misjudgement of
 the system under test, with its ``source``) or ``hand-written``. The judge is calibrated in
 the run's shape: every call rules three intents against one event, the item's among two
-companions, at a position that turns with the item. `harvest` makes the next version from a
-run's unplanted twins, where any intent the judge ruled shaped by a plant the character never
-saw is such a misjudgement.
+companions, at a position that turns with the item. `candidates` lists a run's likely
+misjudgements (intents its judge ruled shaped by a plant in an unplanted twin, which the
+character never saw) for a person to accept or reject; `harvest` makes the next version from
+the accepted ones only, each recording the model it came from and who accepted it.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def check_set(path: str | Path, data: object) -> None:
     if not isinstance(data.get("version"), int) or data["version"] < 2:
         raise InputError(path, "version", "2 or later (v1 predates each hard negative's origin and the companion "
                          "intents a judge call rules beside an item): use calibration/planting/judge-v2.json, or "
-                         "derive a newer set from a run's report with `python -m urd.planting harvest`",
+                         "derive a newer set from a run's report with `python -m urd.planting harvest` and `accept`",
                          data.get("version"))
     items = data["items"]
     for i, item in enumerate(items):
@@ -199,12 +200,16 @@ def calibrate(llm: LLM, cal: dict, *, max_tokens: int, min_correct: int) -> dict
     return result
 
 
-def harvest(report: dict, cal: dict, output: str | Path, registry: str | Path) -> dict:
-    """The next calibration-set version: the current items plus every intent the run's judge
-    ruled shaped by a plant in an unplanted twin (a false positive by construction), as
-    harvested hard negatives. Writes the set and registers its SHA-256; returns the new set."""
-    items = list(cal["items"])
-    seen = {(i["event"], i["intent"]) for i in items}
+DECISIONS = ("accept", "reject")
+
+
+def candidates(report: dict) -> dict:
+    """A run's candidate misjudgements, for a person to review: every intent the run's judge ruled
+    shaped by a plant in an unplanted twin, with the event, the intent and the ruling. A twin's
+    character never saw the plant, so such a ruling is likely a misjudgement, but only a reviewer
+    can say the intent is not shaped by the twin's own filler: each candidate's `decision` is
+    left null, to be set to "accept" or "reject", and `reviewed_by` to who (or what) reviewed."""
+    out, seen = [], set()
     for d in report.get("decisions", []):
         if d["variant"] != "unplanted":
             continue
@@ -213,12 +218,39 @@ def harvest(report: dict, cal: dict, output: str | Path, registry: str | Path) -
                 key = (d["plant_events"][plant], intent["intent"])
                 if ruling["shaped"] and key not in seen:
                     seen.add(key)
-                    items.append({"event": key[0], "intent": key[1], "expected": False, "kind": "hard negative",
-                                  "origin": "harvested",
-                                  "source": f"{report.get('model')} run, unplanted twin: {d['arm']}/{d['character']}/"
-                                            f"seed {d['seed']}/{plant}"})
-    new = {"version": int(cal["version"] or 0) + 1, "about": f"v{cal['version']} plus hard negatives harvested from "
-           f"the unplanted twins of a {report.get('model')} run", "companions": list(cal["companions"]), "items": items}
+                    out.append({"event": key[0], "intent": key[1], "ruling": dict(ruling), "model": report.get("model"),
+                                "source": f"{report.get('model')} run, unplanted twin: {d['arm']}/{d['character']}/"
+                                          f"seed {d['seed']}/{plant}", "decision": None})
+    return {"about": "candidate misjudgements of a planting run's judge: set each decision to accept or reject, "
+                     "and reviewed_by; `python -m urd.planting accept` makes the next calibration set of the accepted",
+            "model": report.get("model"), "reviewed_by": None, "candidates": out}
+
+
+def accepted(review: dict, where: str | Path) -> list[dict]:
+    """The accepted candidates of a reviewed file as calibration items (hard negatives,
+    harvested, with who accepted them); an unreviewed file or candidate is refused by name."""
+    who = review.get("reviewed_by")
+    if not isinstance(who, str) or not who.strip():
+        raise InputError(where, "reviewed_by", "who (or what) reviewed the candidates", who)
+    items = []
+    for n, c in enumerate(review.get("candidates", [])):
+        if c.get("decision") not in DECISIONS:
+            raise InputError(where, f"candidates[{n}].decision", "accept or reject", c.get("decision"))
+        if c["decision"] == "accept":
+            items.append({"event": c["event"], "intent": c["intent"], "expected": False, "kind": "hard negative",
+                          "origin": "harvested", "model": c.get("model"), "source": c["source"], "accepted_by": who})
+    return items
+
+
+def harvest(review: dict, cal: dict, output: str | Path, registry: str | Path, where: str | Path = "review") -> dict:
+    """The next calibration-set version: the current items plus the reviewed file's accepted
+    candidates. Writes the set and registers its SHA-256; returns the new set."""
+    items = list(cal["items"])
+    seen = {(i["event"], i["intent"]) for i in items}
+    items += [i for i in accepted(review, where) if (i["event"], i["intent"]) not in seen]
+    new = {"version": int(cal["version"] or 0) + 1, "about": f"v{cal['version']} plus the hard negatives accepted from "
+           f"the unplanted twins of a {review.get('model')} run by {review['reviewed_by']}",
+           "companions": list(cal["companions"]), "items": items}
     text = json.dumps(new, indent=2, ensure_ascii=False) + "\n"
     output, registry = Path(output), Path(registry)
     check_set(output, new)

@@ -9,6 +9,7 @@ from ..core.io import atomic_write_text, sha256_file
 from ..core.provenance import NOT_BY_THE_WORKFLOW
 from ..tables.render import Doc, csv_text
 from ..tables.sources import sandbox_line
+from .report import NOT_CALIBRATED
 from .world import PLANTS
 
 HEADER = ["model", "arm", "prompt tokens (median)", "wound", "wound 95% CI", "promise", "promise 95% CI", "identity",
@@ -28,6 +29,12 @@ def tabulable(path, report: dict) -> dict:
                          "for reading, not tabulated; fix what it names, then rerun with --forcerun planting_run)",
                          f"{report['status']} at the {stop.get('at')}: {stop.get('why')}")
     return report
+
+
+def _calibrated(report: dict) -> bool:
+    """Whether a live report's judge was calibrated on the characters' own misjudgements
+    (reports before the field: not)."""
+    return bool(report.get("calibration_set", {}).get("calibrated_on_own_misjudgements"))
 
 
 def _label(model: str) -> str:
@@ -73,9 +80,11 @@ def document(reports: list[tuple[str, dict]]) -> Doc:
     # the study's open weakness, in the title where it holds: the judge is the characters' relative
     same = sorted({rep["model"] for _, rep in reports if rep["model"] != HARNESS
                    and rep.get("judge_model", {}).get("relation", "same model") == "same model"})
+    uncalibrated = sorted({rep["model"] for _, rep in reports if rep["model"] != HARNESS and not _calibrated(rep)})
     doc = Doc("Planting: context strategies judged by behaviour"
               + (" (the scripted arm: a test of the harness, not findings about a model)" if harness else "")
-              + (f" (judged by the characters' own model: {', '.join(same)})" if same else ""))
+              + (f" (judged by the characters' own model: {', '.join(same)})" if same else "")
+              + (f" ({NOT_CALIBRATED}: {', '.join(uncalibrated)})" if uncalibrated else ""))
     if harness:
         doc.para("The scripted arm's characters, summarizer and judge are fixed tables (urd.planting.scripted): its "
                  "rows show that the harness counts, subtracts and credits correctly, not how any model behaves.")
@@ -160,6 +169,7 @@ def write_figure(reports: list[tuple[str, dict]], png: Path, dpi: int = 120) -> 
             ax.set_xticks(range(len(nums)), names)
             ax.set_ylabel("net hits (95% CI)")
             ax.set_title(f"{rep['model']}: harness test, not a model" if rep["model"] == HARNESS
-                         else f"{rep['model']} ({rep['status']})", fontsize=9)
+                         else f"{rep['model']} ({rep['status']})" + ("" if _calibrated(rep) else f"\n{NOT_CALIBRATED}"),
+                         fontsize=9)
         fig.tight_layout()
         save_png(fig, png, dpi)

@@ -244,6 +244,21 @@ def layered_layout(run) -> dict | None:
                     "categories are a choice of agentmem.planting.layered.keep_categories"}
 
 
+#: The study's third question: a judge is calibrated for a system only on that system's own
+#: misjudgements. Below this many harvested from the characters' model, a live table says so.
+MIN_OWN_MISJUDGEMENTS = 5
+NOT_CALIBRATED = "judge not calibrated on this system's misjudgements"
+
+
+def on_misjudgements(items: Sequence[dict], model: str) -> dict:
+    """How many of a calibration set's hard negatives were harvested from `model`'s own runs
+    (an item's `model`, or a source naming the model's run), and whether that is enough."""
+    own = sum(1 for i in items if i["kind"] == "hard negative" and i.get("origin") == "harvested"
+              and (i.get("model") == model or str(i.get("source", "")).startswith(f"{model} run")))
+    return {"harvested_from_characters_model": own, "required_own_misjudgements": MIN_OWN_MISJUDGEMENTS,
+            "calibrated_on_own_misjudgements": own >= MIN_OWN_MISJUDGEMENTS}
+
+
 def build(run, state: dict, *, world_sha256: str, calibration: dict) -> dict:
     bpt = float(run.s.raw["estimate"]["bytes_per_token"])
     numbers = {a.name: arm_numbers(run.decisions, a.name, bpt) for a in run.arms}
@@ -265,7 +280,8 @@ def build(run, state: dict, *, world_sha256: str, calibration: dict) -> dict:
                  for a in run.arms],
         "layered_layout": layered_layout(run),
         "calibration_set": {"version": calibration["version"], "sha256": calibration["sha256"],
-                            "path": calibration["path"], "hard_negatives": calibration["hard_negatives"]},
+                            "path": calibration["path"], "hard_negatives": calibration["hard_negatives"],
+                            **on_misjudgements(calibration["items"], run.model)},
         "calibration": state["calibration"],
         "gate": state["gate"],
         "interval_method": {"method": METHOD, "resamples": RESAMPLES, "level": LEVEL, "seed": BOOT_SEED},
