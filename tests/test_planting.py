@@ -198,7 +198,7 @@ def test_the_scripted_run_passes_calibration_and_gate_and_fills_every_number(scr
     assert by["full"]["fabricated_citations"] == by["full"]["fabricated_no_such_event"] > 0
     assert by["full"]["fabricated_not_shown"] == 0 and by["layered"]["fabricated_citations"] == 0
     # the character-level bootstrap: wider than resampling the 36 units as independent (27 to 47)
-    assert (by["full"]["net_hits_interval"]["low"], by["full"]["net_hits_interval"]["high"]) == (11, 59)
+    assert (by["full"]["net_hits_interval"]["low"], by["full"]["net_hits_interval"]["high"]) == (8, 49)
     # every factor credit has its interval; the promise table is credited with promise hits
     table = next(c for c in r["factor_credits"] if c["factor"] == "promise_table")
     assert table["credit"]["promise"] == by["full+table"]["hits"]["promise"] - by["full"]["hits"]["promise"] > 0
@@ -219,9 +219,12 @@ def test_numbers_follow_from_the_decisions_alone(scripted_report):
     ds = [d for d in scripted_report["decisions"] if d["arm"] == "full"]
     n = scripted_report["numbers"][0]
     for p in world.PLANTS:
-        hits = sum(any(x["shaped"] for x in d["judged"][p]) for d in ds if d["variant"] == "planted")
-        cited = sum(d["plant_ids"][p] in [c for it in d["intents"] for c in it["cites"]] for d in ds if d["variant"] == "planted")
+        shown = "apologised" if p == "wound" else "planted"  # the study's wound was apologised
+        hits = sum(any(x["shaped"] for x in d["judged"][p]) for d in ds if d["variant"] == shown)
+        cited = sum(d["plant_ids"][p] in [c for it in d["intents"] for c in it["cites"]] for d in ds if d["variant"] == shown)
         assert (n["hits"][p], n["citations"][p]) == (hits, cited)
+    cf = n["counterfactual_wound"]
+    assert n["hits"]["wound"] == cf["apologised"] and cf["difference"]["point"] == cf["not_apologised"] - cf["apologised"]
     ids = {key: {e.id for e in evs} for key, evs in world.read_world(scripted_report["world"]["path"]).items()}
     fabricated = [c for d in ds if d["variant"] == "planted"
                   for c in sorted({c for it in d["intents"] for c in it["cites"]})
@@ -243,7 +246,7 @@ def test_every_count_has_its_interval_from_the_same_draws(scripted_report):
     full = next(n for n in scripted_report["numbers"] if n["arm"] == "full")
     # a count that varies between characters has a real width; one that never varies has none
     assert full["hits_interval"]["promise"]["low"] < full["hits"]["promise"] < full["hits_interval"]["promise"]["high"]
-    assert full["hits_interval"]["wound"]["low"] < full["hits_interval"]["wound"]["high"]
+    assert full["hits_interval"]["identity"]["low"] < full["hits_interval"]["identity"]["high"]
     row = next(r for r in render.rows(scripted_report) if r[1] == "full")
     cell = row[render.HEADER.index("promise 95% CI")]
     assert cell == f"{full['hits_interval']['promise']['low']:.4g} to {full['hits_interval']['promise']['high']:.4g}"
@@ -274,21 +277,23 @@ def test_fabricated_ids_are_the_cited_ids_the_prompt_did_not_show(world_file, tm
     assert layered["fabricated"] == ["ev-2-7", "ev-S2-7", "ev-S4-12", "ev-S6-41"]
     # in the store, but a family event of the distant past (not a kept category) and one summarised away
     assert layered["fabricated_not_shown"] == ["ev-S2-7", "ev-S4-12"]
-    n = report.arm_numbers([full, {**full, "variant": "unplanted"}], "full", 3.0)
-    assert (n["fabricated_citations"], n["fabricated_no_such_event"], n["short_replies"]) == (2, 2, 2)
+    n = report.arm_numbers([full, {**full, "variant": "apologised"}, {**full, "variant": "unplanted"}], "full", 3.0)
+    assert (n["fabricated_citations"], n["fabricated_no_such_event"], n["short_replies"]) == (2, 2, 3)
     assert suite.shown("ev-S1-10: x", "ev-S1-1") is False and suite.shown("a ev-S1-1 (term", "ev-S1-1")
 
 
 def test_a_run_stopped_part_way_subtracts_only_paired_twins():
-    """Net hits and their interval come from the same (character, seed) units: a planted
-    decision without its twin, or a twin without its planted decision, counts for nothing."""
+    """Net hits and their interval come from the same (character, seed) units, decided in the
+    planted, the apologised and the unplanted world: a planted decision without its twin, a twin
+    without its planted decision, or a unit the run stopped before apologising, counts for nothing."""
     def d(variant, character, seed, shaped):
         return {"arm": "full", "variant": variant, "character": character, "seed": seed, "prompt_tokens": 1000,
                 "tokens_measured": False, "parsed": True, "intents": [{"intent": "x", "cites": []}], "plant_ids": {},
                 "fabricated": [], "judged": {p: [{"shaped": shaped and p == "promise", "specific": ""}]
                                              for p in world.PLANTS}}
     decisions = [d("unplanted", c, 1, True) for c in ("c1", "c2", "c3", "c4")] + \
-        [d("planted", c, 1, True) for c in ("c1", "c2")] + [d("planted", "c5", 1, True)]
+        [d(v, c, 1, True) for c in ("c1", "c2") for v in ("planted", "apologised")] + [d("planted", "c5", 1, True)] + \
+        [d("planted", "c3", 1, True)]  # c3: stopped before its apologised world
     n = report.arm_numbers(decisions, "full", 3.0)
     assert n["paired_units"] == 2 and n["hits"]["promise"] == 2 and n["unplanted_hits"]["promise"] == 2
     assert n["net_hits"] == 0 == n["net_hits_interval"]["point"]
@@ -432,10 +437,11 @@ def test_a_factor_is_credited_only_between_arms_that_differ_in_exactly_it_on_net
     # not memory's); a scores it once, without twin: raw hits say b +1, net hits say b -1
     decisions = []
     for ch in ("c1", "c2"):
-        decisions += [_decision("a", "planted", ch, 1, ("promise",) if ch == "c1" else ()),
-                      _decision("a", "unplanted", ch, 1),
-                      _decision("b", "planted", ch, 1, ("promise",)), _decision("b", "unplanted", ch, 1, ("promise",)),
-                      _decision("c", "planted", ch, 1, ("promise", "wound")), _decision("c", "unplanted", ch, 1)]
+        decisions += [_decision("a", v, ch, 1, ("promise",) if ch == "c1" else ()) for v in ("planted", "apologised")]
+        decisions += [_decision("a", "unplanted", ch, 1)]
+        decisions += [_decision("b", v, ch, 1, ("promise",)) for v in ("planted", "apologised", "unplanted")]
+        decisions += [_decision("c", v, ch, 1, ("promise", "wound")) for v in ("planted", "apologised")]
+        decisions += [_decision("c", "unplanted", ch, 1)]
     credits, refused = report.factor_credits([a, b, c], decisions)
     assert [(x["factor"], x["credit"]["promise"], x["credit"]["wound"], x["credit"]["net_hits"]) for x in credits] == [
         ("promise_table", -1, 0, -1), ("history", 2, 2, 4)]
@@ -713,7 +719,7 @@ def test_intervals_are_the_stated_percentiles_of_the_cluster_draws():
 
 def test_an_arms_token_figures_are_medians():
     decisions = [_decision("a", v, f"c{i}", 1, tokens=t) for i, t in enumerate((1000, 1000, 7000)) for v in
-                 ("planted", "unplanted")]
+                 ("planted", "apologised", "unplanted")]
     n = report.arm_numbers(decisions, "a", 3.0)
     assert n["prompt_tokens_median"] == 1000 == n["total_tokens_median"]
 

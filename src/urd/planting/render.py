@@ -12,7 +12,7 @@ from ..tables.sources import sandbox_line
 from .report import NOT_CALIBRATED
 from .world import PLANTS
 
-HEADER = ["model", "arm", "prompt tokens (median)", "wound", "wound 95% CI", "promise", "promise 95% CI", "identity",
+HEADER = ["model", "arm", "prompt tokens (median)", "wound (apologised world)", "wound 95% CI", "promise", "promise 95% CI", "identity",
           "identity 95% CI", "unplanted hits", "unplanted 95% CI", "net hits", "net hits 95% CI",
           "net hits per 1K tokens", "per 1K 95% CI", "strategy tokens (median)",
           "net hits per 1K tokens incl. strategy", "citations w/p/i", "judged w/p/i",
@@ -88,8 +88,9 @@ def document(reports: list[tuple[str, dict]]) -> Doc:
     if harness:
         doc.para("The scripted arm's characters, summarizer and judge are fixed tables (urd.planting.scripted): its "
                  "rows show that the harness counts, subtracts and credits correctly, not how any model behaves.")
-    doc.para("Hits are out of the planted decisions of each arm (characters x seeds): a plant scores when the judge "
-             "ruled it shaped any of the decision's three intents. Net hits subtract the unplanted twin's hits (the "
+    doc.para("Hits are out of the planted decisions of each arm (characters x seeds), the wound's out of the "
+             "apologised world's (the study's wound was apologised; not apologised minus apologised is the last "
+             "column): a plant scores when the judge ruled it shaped any of the decision's three intents. Net hits subtract the unplanted twin's hits (the "
              "same world with the plants replaced by ordinary filler). Citations count decisions citing the plant's "
              "ID, beside the judge's hits; fabricated citations are cited IDs the decision's prompt did not show: a "
              "real event the arm summarised or dropped (not shown), or no such event at all. Net hits per "

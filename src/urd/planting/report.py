@@ -111,15 +111,29 @@ def interval(units: Sequence[Unit], values: Sequence[float]) -> dict:
     return Resampled(units).sum_interval([values[i] for i in order])
 
 
+#: The world each plant's headline hits are read in. The study's wound was apologised, so its
+#: column is the apologised world's (the counterfactual, not apologised minus apologised, is
+#: reported beside it); the promise and identity columns are the planted world's.
+HEADLINE_WORLD = {"wound": "apologised", "promise": "planted", "identity": "planted"}
+
+
+def headline(unit: dict[str, dict], plant: str) -> dict:
+    """The decision a unit's `plant` column is read from (variant -> decision of one unit)."""
+    return unit[HEADLINE_WORLD[plant]]
+
+
 def unit_values(decisions: list[dict], arm: str) -> dict[Unit, dict]:
-    """Per paired unit of one arm: net hits per plant (planted minus its twin), prompt tokens and
-    prompt plus strategy tokens of the planted decision."""
-    by = {v: _units(d for d in decisions if d["arm"] == arm and d["variant"] == v) for v in ("planted", "unplanted")}
+    """Per paired unit of one arm (decided in the planted, the apologised and the unplanted
+    world): net hits per plant (its headline world minus the twin), prompt tokens and prompt
+    plus strategy tokens of the planted decision."""
+    by = {v: _units(d for d in decisions if d["arm"] == arm and d["variant"] == v)
+          for v in ("planted", "apologised", "unplanted")}
     out = {}
-    for u in sorted(set(by["planted"]) & set(by["unplanted"])):
-        a, b = by["planted"][u], by["unplanted"][u]
-        out[u] = {"net": {p: hit(a, p) - hit(b, p) for p in PLANTS}, "tokens": a["prompt_tokens"],
-                  "total": a["prompt_tokens"] + a.get("strategy_tokens", 0)}
+    for u in sorted(set(by["planted"]) & set(by["apologised"]) & set(by["unplanted"])):
+        unit = {v: by[v][u] for v in by}
+        out[u] = {"net": {p: hit(headline(unit, p), p) - hit(unit["unplanted"], p) for p in PLANTS},
+                  "tokens": unit["planted"]["prompt_tokens"],
+                  "total": unit["planted"]["prompt_tokens"] + unit["planted"].get("strategy_tokens", 0)}
     return out
 
 
@@ -133,7 +147,8 @@ def arm_numbers(decisions: list[dict], arm: str, bytes_per_token: float) -> dict
     paired = sorted(values)
     planted = [by["planted"][u] for u in paired]
     twin = [by["unplanted"][u] for u in paired]
-    hits = {p: sum(hit(d, p) for d in planted) for p in PLANTS}
+    shown = {p: [headline({v: by[v][u] for v in by}, p) for u in paired] for p in PLANTS}  # each column's world
+    hits = {p: sum(hit(d, p) for d in shown[p]) for p in PLANTS}
     base = {p: sum(hit(d, p) for d in twin) for p in PLANTS}
     tokens = [d["prompt_tokens"] for d in planted]
     # The arm's whole token cost a decision: its prompt plus what building the context asked
@@ -164,13 +179,14 @@ def arm_numbers(decisions: list[dict], arm: str, bytes_per_token: float) -> dict
         "net_hits_per_1k_total_tokens": per_1k_total,
         "net_hits_interval": rs.sum_interval(net_units),
         # every count has its interval, from the same draws (the README's promise)
-        "hits_interval": {p: rs.sum_interval([hit(d, p) for d in planted]) for p in PLANTS},
+        "hits_interval": {p: rs.sum_interval([hit(d, p) for d in shown[p]]) for p in PLANTS},
         "unplanted_hits_interval": rs.sum_interval([sum(hit(d, p) for p in PLANTS) for d in twin]),
         "fabricated_citations_interval": rs.sum_interval([len(d["fabricated"]) for d in planted]),
         "net_hits_per_1k_tokens_interval": rs.interval(per_1k, per_1k_draws),
         "net_hits_per_1k_total_tokens_interval": rs.interval(per_1k_total, per_1k_total_draws),
         "citations": {p: sum(d["plant_ids"].get(p) in {x for it in d["intents"] for x in it["cites"]}
-                             for d in planted) for p in PLANTS},
+                             for d in shown[p]) for p in PLANTS},
+        "headline_world": dict(HEADLINE_WORLD),
         "judged_influence": hits,
         # cited IDs the prompt did not show: a real event summarised or dropped, or no such event
         "fabricated_citations": sum(len(d["fabricated"]) for d in planted),
