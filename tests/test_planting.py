@@ -827,3 +827,31 @@ def test_the_judge_defaults_to_another_model_another_family_where_one_is_priced(
     assert routes.routes("scripted", s).by_purpose["judge"] == "scripted"
     assert [routes.relation(MODEL, j) for j in (MODEL, "claude-sonnet-4-6", "claude-haiku-4-5")] == [
         "same model", "same family", "another family"]
+
+
+def _three(arm, variant, character, seed, slots):
+    """A decision of three intents; `slots[i]`: the plants the judge ruled intent i shaped by."""
+    return {"arm": arm, "variant": variant, "character": character, "seed": seed, "prompt_tokens": 1000,
+            "tokens_measured": False, "parsed": True, "intents": [{"intent": f"i{i}", "cites": []} for i in range(3)],
+            "plant_ids": {}, "fabricated": [],
+            "judged": {p: [{"shaped": p in s, "specific": ""} for s in slots] for p in world.PLANTS}}
+
+
+def test_identity_crowded_out_of_its_slots_in_one_arm_is_flagged_not_readable_alone():
+    taken = [("promise",), ("wound",), ("promise",)]  # all three slots another plant's
+    free = [("promise",), ("identity",), ()]
+    decisions = []
+    for ch in ("c1", "c2", "c3", "c4", "c5", "c6"):
+        for seed in (1, 2):
+            for variant in ("planted", "apologised", "unplanted"):
+                twin = variant == "unplanted"
+                decisions.append(_three("a", variant, ch, seed, [()] * 3 if twin else taken))
+                decisions.append(_three("b", variant, ch, seed, [()] * 3 if twin else free))
+    a, b = report.arm_numbers(decisions, "a", 3.0), report.arm_numbers(decisions, "b", 3.0)
+    assert a["crowded_out"] == {"wound": 0, "promise": 0, "identity": 12} and a["hits"]["identity"] == 0
+    assert b["crowded_out"]["identity"] == 0 and b["hits"]["identity"] == 12
+    flag = report.slot_crowding([a, b])
+    assert flag["identity_readable_alone"] is False and "a 12 (12 to 12) against b 0 (0 to 0)" in flag["why"]
+    assert report.slot_crowding([b, b | {"arm": "c"}]) == {"identity_readable_alone": True, "why": None}
+    # one slot left free: not crowded out, whatever the other two hold
+    assert report.crowded(_three("a", "planted", "c1", 1, [("promise",), ("wound",), ()]), "identity") == 0

@@ -17,7 +17,7 @@ HEADER = ["model", "arm", "prompt tokens (median)", "wound (apologised world)", 
           "net hits per 1K tokens", "per 1K 95% CI", "strategy tokens (median)",
           "net hits per 1K tokens incl. strategy", "citations w/p/i", "judged w/p/i",
           "fabricated citations (not shown / no such event)", "fabricated 95% CI", "off protocol (replies / judge)",
-          "short replies", "wound: not apologised - apologised"]
+          "short replies", "crowded out w/p/i", "wound: not apologised - apologised"]
 HARNESS = "scripted"  # the offline tables: they test the harness, not a model
 
 
@@ -70,6 +70,7 @@ def rows(report: dict) -> list[list]:
                     f"{n['fabricated_citations']} ({n['fabricated_not_shown']} / {n['fabricated_no_such_event']})",
                     _ci(n["fabricated_citations_interval"]) if "fabricated_citations_interval" in n else "n/a",
                     f"{n['unparsed_decisions']} / {n['judge_off_protocol']}", n["short_replies"],
+                    "/".join(str(n["crowded_out"][p]) for p in PLANTS) if "crowded_out" in n else "n/a",
                     f"{cf['difference']['point']:g} ({_ci(cf['difference'])})" if cf["difference"]["point"] is not None
                     else "n/a"])
     return out
@@ -99,6 +100,11 @@ def document(reports: list[tuple[str, dict]]) -> Doc:
              "the median of both. Off protocol: decisions whose reply could not be read, and judge replies off "
              "their grammar (neither scores); short replies gave fewer than three intents. Intervals: a two-stage "
              "bootstrap (characters, then seeds within them).")
+    for _, rep in reports:
+        crowding = rep.get("slot_crowding") or {}
+        if crowding.get("identity_readable_alone") is False:
+            doc.para(f"{_label(rep['model'])}: the identity column is not readable on its own. {crowding['why']}. "
+                     "A decision has three intent slots; where promises and wounds take all three, identity cannot score.")
     all_rows = [r for _, rep in reports for r in rows(rep)]
     doc.table(HEADER, [[str(c) for c in r] for r in all_rows], "ll" + "r" * (len(HEADER) - 2))
     for path, rep in reports:

@@ -122,6 +122,28 @@ def headline(unit: dict[str, dict], plant: str) -> dict:
     return unit[HEADLINE_WORLD[plant]]
 
 
+def crowded(d: dict, plant: str) -> int:
+    """1 when `plant` did not score because the decision's three intent slots were all taken by
+    other plants: every intent ruled shaped by some other plant, none by this one."""
+    if hit(d, plant) or len(d["intents"]) < 3:
+        return 0
+    others = [d["judged"].get(q) or [] for q in PLANTS if q != plant]
+    return int(all(any(i < len(r) and r[i]["shaped"] for r in others) for i in range(len(d["intents"]))))
+
+
+def slot_crowding(numbers: Sequence[dict]) -> dict:
+    """Whether the identity column can be read on its own: with three intent slots, promises and
+    wounds crowd identity out. Not readable when two arms' shares of crowded-out decisions differ
+    by more than the noise band (their 95 % intervals do not overlap)."""
+    ivs = {n["arm"]: n["crowded_out_interval"]["identity"] for n in numbers if n.get("crowded_out_interval")}
+    apart = [(a, b) for a in ivs for b in ivs if a < b and ivs[a]["low"] is not None and ivs[b]["low"] is not None
+             and (ivs[a]["high"] < ivs[b]["low"] or ivs[b]["high"] < ivs[a]["low"])]
+    return {"identity_readable_alone": not apart,
+            "why": None if not apart else "identity crowded out of all three slots in different shares of decisions: "
+            + "; ".join(f"{a} {ivs[a]['point']:g} ({ivs[a]['low']:g} to {ivs[a]['high']:g}) against {b} {ivs[b]['point']:g} "
+                        f"({ivs[b]['low']:g} to {ivs[b]['high']:g})" for a, b in apart)}
+
+
 def unit_values(decisions: list[dict], arm: str) -> dict[Unit, dict]:
     """Per paired unit of one arm (decided in the planted, the apologised and the unplanted
     world): net hits per plant (its headline world minus the twin), prompt tokens and prompt
@@ -182,6 +204,9 @@ def arm_numbers(decisions: list[dict], arm: str, bytes_per_token: float) -> dict
         "hits_interval": {p: rs.sum_interval([hit(d, p) for d in shown[p]]) for p in PLANTS},
         "unplanted_hits_interval": rs.sum_interval([sum(hit(d, p) for p in PLANTS) for d in twin]),
         "fabricated_citations_interval": rs.sum_interval([len(d["fabricated"]) for d in planted]),
+        # decisions where a plant scored nothing because other plants took all three intent slots
+        "crowded_out": {p: sum(crowded(d, p) for d in shown[p]) for p in PLANTS},
+        "crowded_out_interval": {p: rs.sum_interval([crowded(d, p) for d in shown[p]]) for p in PLANTS},
         "net_hits_per_1k_tokens_interval": rs.interval(per_1k, per_1k_draws),
         "net_hits_per_1k_total_tokens_interval": rs.interval(per_1k_total, per_1k_total_draws),
         "citations": {p: sum(d["plant_ids"].get(p) in {x for it in d["intents"] for x in it["cites"]}
@@ -304,6 +329,7 @@ def build(run, state: dict, *, world_sha256: str, calibration: dict) -> dict:
         "numbers": [numbers[a.name] for a in run.arms],
         "factor_credits": credits,
         "not_credited": refused,
+        "slot_crowding": slot_crowding([numbers[a.name] for a in run.arms]),
         "meter": run.meter.summary(),
         **({} if run.llm.ledger.path is None else {"ledger": run.llm.ledger.summary()}),
         "leaks": run.meter.leaks(),
