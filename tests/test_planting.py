@@ -855,3 +855,21 @@ def test_identity_crowded_out_of_its_slots_in_one_arm_is_flagged_not_readable_al
     assert report.slot_crowding([b, b | {"arm": "c"}]) == {"identity_readable_alone": True, "why": None}
     # one slot left free: not crowded out, whatever the other two hold
     assert report.crowded(_three("a", "planted", "c1", 1, [("promise",), ("wound",), ()]), "identity") == 0
+
+
+def test_an_independent_recount_of_the_decisions_matches_every_figure_of_the_report(scripted_report, tmp_path, capsys):
+    import sys
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import planting_recount
+
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(scripted_report))
+    assert planting_recount.main([str(path)]) == 0
+    said = capsys.readouterr().out
+    assert "every figure recounted equal" in said and said.count("\n") == 3 * 9 + 1  # 3 arms, 9 columns
+    tampered = copy.deepcopy(scripted_report)
+    tampered["numbers"][2]["hits"]["identity"] += 1
+    path.write_text(json.dumps(tampered))
+    assert planting_recount.main([str(path)]) == 1
+    assert "layered      hits identity" in capsys.readouterr().out
