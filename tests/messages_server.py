@@ -35,8 +35,10 @@ class Fault:
     ending in ``/``, to the paths under it that end with ``suffix``): ``429`` (with ``retry-after``), ``529``, ``500``, ``refuse`` (hang
     up without answering), ``reset`` (send half the body and hang up), ``stall`` (answer nothing
     for ``seconds``), ``hold`` (answer once released, or never if the client hangs up first),
-    ``cut`` (a results stream: half of it, then hang up). The first ``after`` matching requests
-    pass untouched."""
+    ``cut`` (a results stream: half of it, then hang up), ``late`` (the request is processed and
+    billed, as the API does, but the answer goes out only after ``seconds``, past a client's
+    timeout: what a timed-out call may have cost). The first ``after`` matching requests pass
+    untouched."""
 
     def __init__(self, kind: str, path: str = MESSAGES, *, times: int = 1, suffix: str = "", method: str = "POST",
                  seconds: float = 0.0, retry_after: str = "1", after: int = 0):
@@ -170,7 +172,12 @@ class MessagesServer:
                                  content=body)
         response = self.api(request)
         content = response.content
-        self._bill(h.command, path, body, response, lost=kind == "reset")
+        self._bill(h.command, path, body, response, lost=kind in ("reset", "late"))
+        if kind == "late":  # billed; the answer waits past the client's timeout, then goes to a closed socket
+            time.sleep(fault.seconds)
+            entry["outcome"] = "answered late"
+            h.close_connection = True
+            return None
         if kind == "reset" or (kind == "cut" and path.endswith("/results")):
             entry["outcome"] = "cut mid-body"
             h.send_response(response.status_code)

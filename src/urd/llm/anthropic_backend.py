@@ -31,28 +31,55 @@ class StopRetrying(anthropic.AnthropicError):
 
 
 class _Attempts:
-    """The SDK's attempts at one Messages call, seen on the wire: how many were sent and how many
-    were answered 200 (billed by the API, whether or not the body then arrived whole)."""
+    """The SDK's attempts at one Messages call, seen on the wire: how many were sent, how many
+    were answered 200 (billed by the API, whether or not the body then arrived whole), and how
+    many are unknown: the whole request went out (or the transport cannot say it did not) and no
+    answer came back, a timeout or a dropped connection. The API may have processed and billed
+    such an attempt, so it counts as billed at its worst case; one that never left (a refused
+    connection) counts for nothing. Each attempt is followed through httpcore's `trace`
+    extension: its request body sent, and its response."""
 
     def __init__(self) -> None:
-        self.sent = self.ok = 0
+        self.sent = self.ok = self.unknown = 0
         self.guard = None
+        self._open: dict | None = None
 
     def start(self, guard) -> None:
-        self.sent, self.ok, self.guard = 0, 0, guard
+        self.sent, self.ok, self.unknown, self.guard, self._open = 0, 0, 0, guard, None
 
     def on_request(self, request) -> None:
         if not _is_message(request):
             return
+        self.finish()
         if self.sent and self.guard is not None:
             # A retry: every attempt so far may have been billed (a 200 whose body was lost, or a
             # request the server went on answering after the client's timeout).
             self.guard(self.sent)
         self.sent += 1
+        attempt = self._open = {"traced": False, "sent": False, "answered": False}
+        earlier = request.extensions.get("trace")
+
+        def trace(event: str, info: dict, attempt=attempt) -> None:
+            attempt["traced"] = True
+            if event.endswith("send_request_body.complete"):
+                attempt["sent"] = True
+            if earlier is not None:
+                earlier(event, info)
+
+        request.extensions["trace"] = trace
 
     def on_response(self, response) -> None:
-        if _is_message(response.request) and response.status_code == 200:
-            self.ok += 1
+        if _is_message(response.request):
+            if self._open is not None:
+                self._open["answered"] = True
+            if response.status_code == 200:
+                self.ok += 1
+
+    def finish(self) -> None:
+        """Close the last attempt: unknown if it was sent, or may have been, and never answered."""
+        a, self._open = self._open, None
+        if a is not None and not a["answered"] and (a["sent"] or not a["traced"]):
+            self.unknown += 1
 
 
 def _is_message(request) -> bool:
@@ -134,7 +161,10 @@ class AnthropicBackend:
         billed, usage unknown). ``guard(lost)`` runs before each retry and may raise to stop it."""
         self._attempts.start(guard)
         try:
-            message = self._client.messages.create(**self._params(model, request))
+            try:
+                message = self._client.messages.create(**self._params(model, request))
+            finally:
+                self._attempts.finish()
         except StopRetrying as stop:
             raise self._tally(stop.error, lost=self._attempts.ok) from None
         except anthropic.APIStatusError as exc:
@@ -148,10 +178,12 @@ class AnthropicBackend:
             done = _completion(request, model, message)
         except CallFailed as exc:
             raise self._tally(exc, lost=max(self._attempts.ok - 1, 0)) from None
-        return dataclasses.replace(done, retries=max(self._attempts.sent - 1, 0), lost=max(self._attempts.ok - 1, 0))
+        return dataclasses.replace(done, retries=max(self._attempts.sent - 1, 0),
+                                   lost=max(self._attempts.ok - 1, 0) + self._attempts.unknown)
 
     def _tally(self, error: Exception, *, lost: int) -> Exception:
-        error.retries, error.lost = max(self._attempts.sent - 1, 0), lost
+        # an attempt whose outcome is unknown stays billed at its worst case, as a lost reply is
+        error.retries, error.lost = max(self._attempts.sent - 1, 0), lost + self._attempts.unknown
         return error
 
     # --- Message Batches: the client keeps the journal; these are the API's four verbs -----------
