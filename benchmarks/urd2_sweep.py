@@ -14,7 +14,7 @@ budgets, 6 episodes, every chain) where tiny's entry reduces them. Prints, from 
 - the wall time of the run;
 - the floor = max(critical path, the jobs' work / cores): the critical path is the longest chain
   of dependent jobs' measured wall times, so it holds the longest note's decode; a job's work is
-  its wall time (run_record says why), checked against the CPU seconds of every process of the run;
+  its wall time (run_record says why);
 - wall / floor (the target: at most 1.3), the three largest jobs on the critical path, and the
   largest jobs of the run.
 
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import resource
 import subprocess
 import sys
 import tempfile
@@ -83,33 +82,27 @@ def workflow_copy(dest: Path, shape: str | None, published: bool = False) -> Pat
     return wd
 
 
-def _children_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
-def run(wd: Path, targets: list[str], cores: int) -> tuple[float, float]:
-    """The run's wall seconds and the CPU seconds of all its processes."""
+def run(wd: Path, targets: list[str], cores: int) -> float:
+    """The run's wall seconds."""
     cmd = [sys.executable, "-m", "snakemake", "--cores", str(cores), *targets]
-    t0, _t0[0], c0 = time.perf_counter(), time.time(), _children_cpu()
+    t0, _t0[0] = time.perf_counter(), time.time()
     proc = subprocess.run(cmd, cwd=wd, capture_output=True, text=True)
-    wall, cpu = time.perf_counter() - t0, _children_cpu() - c0
+    wall = time.perf_counter() - t0
     if proc.returncode:
         sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
         raise SystemExit(f"snakemake {' '.join(targets)} failed (exit {proc.returncode})")
-    return wall, cpu
+    return wall
 
 
-def report(label: str, wall: float, cpu: float, jobs, cores: int) -> dict:
+def report(label: str, wall: float, jobs, cores: int) -> dict:
     f = floor(jobs, cores)
     print(f"{label}: {len(jobs)} jobs, wall {wall:.1f} s")
     print(f"  critical path {f['critical_path']:.1f} s ({len(f['path'])} jobs); the jobs' work (their walls) "
           f"{f['work']:.1f} s / {cores} cores = {f['work_over_cores']:.1f} s")
     print(f"  floor {f['floor']:.1f} s; wall / floor = {wall / f['floor']:.2f} (target <= 1.3)")
-    # the check on the work: every process of the run's CPU seconds, Snakemake's own included
     first = min(j.start for j in jobs)
-    print(f"  CPU of the whole run (getrusage, Snakemake included) {cpu:.1f} s; cores idle between jobs "
-          f"{cores * wall - f['work']:.1f} core-s, {cores * (first - _t0[0]):.1f} of them before the first job")
+    print(f"  cores idle between jobs {cores * wall - f['work']:.1f} core-s, {cores * (first - _t0[0]):.1f} of them "
+          "before the first job")
     print("  largest on the critical path: " + "; ".join(
         f"{j.name} {j.wall:.1f} s" for j in sorted(f["path"], key=lambda j: -j.wall)[:3]))
     print("  largest of the run: " + "; ".join(
@@ -134,12 +127,12 @@ def main(argv=None) -> int:
           f"--cores {args.cores}", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         wd = workflow_copy(Path(tmp) / "rung2", args.shape, args.published)
-        wall, cpu = run(wd, targets, args.cores)
-        f = report("rung 2", wall, cpu, read_run(wd), args.cores)
+        wall = run(wd, targets, args.cores)
+        f = report("rung 2", wall, read_run(wd), args.cores)
         if args.rung1:
             wd1 = workflow_copy(Path(tmp) / "rung1", args.shape, args.published)
-            wall1, cpu1 = run(wd1, [f"results/urd/{args.scale}/summary.json"], args.cores)
-            report("rung 1's table", wall1, cpu1, read_run(wd1), args.cores)
+            wall1 = run(wd1, [f"results/urd/{args.scale}/summary.json"], args.cores)
+            report("rung 1's table", wall1, read_run(wd1), args.cores)
             print(f"rung 2's floor / rung 1's wall = {f['floor'] / wall1:.2f} (information, not a target)")
     return 0
 
