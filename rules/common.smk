@@ -449,6 +449,16 @@ def sweep_answer_inputs(wildcards):
     }
 
 
+def sweep_priority(step):
+    """A sweep job's scheduling priority: its estimated CPU seconds to the end of its chain (a
+    consolidation's own and its answer's), so that with cores to spare the longest chain starts
+    first and the run does not end on one note decoding alone."""
+    steps = ("consolidate", "answer") if step == "consolidate" else ("answer",)
+    return lambda wc: sum(
+        U2.sweep_cpu_seconds(config, wc.scale, s, wc.task, wc.system) for s in steps
+    )
+
+
 def sweep_spec_json(wildcards):
     spec = U2.sweep_spec(config, wildcards.scale, wildcards.task, wildcards.get("system"))
     return json.dumps(spec, sort_keys=True)

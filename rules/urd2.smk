@@ -189,6 +189,7 @@ rule sweep_consolidate:
         "results/benchmarks/urd2/{scale}/pareto/{system}/{task}.consolidate.tsv"
     wildcard_constraints:
         system="|".join(U2_SYSTEMS),
+    priority: sweep_priority("consolidate")
     conda:
         ENV
     resources:
@@ -214,6 +215,7 @@ rule sweep_answer:
         "results/benchmarks/urd2/{scale}/pareto/{system}/{task}.answer.tsv"
     wildcard_constraints:
         system="|".join(U2_SYSTEMS),
+    priority: sweep_priority("answer")
     conda:
         ENV
     resources:

@@ -139,6 +139,30 @@ def test_the_dry_run_prices_every_sweep_at_a_real_scale(built):
     # the dose's two tuning jobs hold a GPU; the chains and the sweep run on CPUs
     assert "GPU 0.00 h" not in parts["rung 2 dose-response"] and "(3 jobs)" in parts["rung 2 dose-response"]
     assert "CPU 0.00 h" not in parts["rung 2 Pareto sweep"]
+    # the longest chain starts first: a consolidation outranks its own answer, and summary's
+    # notes (the longest decode of the sweep) outrank every other job
+    ranks = _sweep_priorities(proc.stdout)
+    for (rule, system, task), rank in ranks.items():
+        if rule == "sweep_consolidate":
+            assert rank > ranks[("sweep_answer", system, task)] > 0, (system, task, ranks)
+    top = max(ranks, key=ranks.get)
+    assert top == ("sweep_consolidate", "summary", "t1"), ranks
+
+
+def _sweep_priorities(dry_run):
+    """(rule, system, task) -> priority of each 0.1B sweep job in a dry run's listing (Snakemake
+    omits a priority of 0)."""
+    ranks, job = {}, None
+    for line in dry_run.splitlines():
+        if line.startswith("rule "):
+            job = {"rule": line[5:].rstrip(":"), "priority": 0}
+        elif job is not None and line.strip().startswith("wildcards:"):
+            job.update(kv.split("=") for kv in line.split(":", 1)[1].strip().split(", "))
+        elif job is not None and line.strip().startswith("priority:"):
+            job["priority"] = int(line.split(":")[1])
+        if job and job["rule"].startswith("sweep_") and "task" in job and line.strip().startswith("resources:"):
+            ranks[(job["rule"], job["system"], job["task"])] = job["priority"]
+    return ranks
 
 
 
