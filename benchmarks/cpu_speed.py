@@ -1,4 +1,4 @@
-"""The CPU speed of the backbone as a workflow job runs it: the four numbers of config `cpu_speed`.
+"""The CPU speed of the backbone as a workflow job runs it: the five numbers of config `cpu_speed`.
 
     .venv/bin/python benchmarks/cpu_speed.py [--shape tiny|0.1b|0.4b] [--threads 1,2] [--repeats 3] [--cold]
 
@@ -15,6 +15,9 @@ the paths the jobs take (urd.backbone.batch), timing:
   job's work, and every transcript or context a job caches);
 * decode_ms_per_token: one row of the batched decoder, 32 tokens, one forward a token (the
   steps of summary's notes), after a warm-up decode;
+* step_ms: one decode step's time at 8, 32 and 168 distinct rows decoding together (summary's
+  notes at the published sweep start with up to 168 rows, one a budget, cap and episode, and
+  leave the batch as each ends: urd.cost.estimate.lockstep and step_ms);
 * batch_tokens_per_s: the T1 queries of 6 episodes (150 rows, 12 new tokens at most) answered in
   one batch from their session-B headers (urd.harness.context.answer_groups, as an answer job
   does), in the estimate's units: each query counted as 16 prompt tokens + 12
@@ -41,6 +44,7 @@ from rung1_cpu import SHAPES
 
 REPO = Path(__file__).resolve().parents[1]
 QUERY_TOKENS, NEW_TOKENS, EPISODES, QUERIES = 16, 12, 6, 25
+ROWS, RIDE_STEPS = (8, 32, 168), 24  # decode steps timed at these rows (step_ms)
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")  # as Snakemake sets them
 
 
@@ -69,6 +73,15 @@ def child(checkpoint: str, spawned: float) -> dict:
     t = time.perf_counter()
     (gen,) = generate_batch(bb, [transcript[-2:]], state, max_new_tokens=32, stop=())
     decode = (time.perf_counter() - t) / len(gen.tokens)  # a random model may end early (token 0)
+    # a row riding along in a decode step: steps of ROWS[0] and ROWS[-1] rows, the slope between
+    # (summary's notes at the published sweep decode 6 episodes x 28 points = 168 rows at first)
+    step_s = {}
+    for n in ROWS:
+        prompts = [[transcript[-1], 1000 + i] for i in range(n)]  # distinct: the decoder decodes a repeat once
+        generate_batch(bb, prompts, state, max_new_tokens=2, stop=())
+        t = time.perf_counter()
+        gens = generate_batch(bb, prompts, state, max_new_tokens=RIDE_STEPS, stop=())
+        step_s[n] = (time.perf_counter() - t) / max(len(g.tokens) for g in gens)
     b = [views.session_b(e) for e in episodes]
     contexts = [(f"{e['header']}\n", None) for e in b]
     t = time.perf_counter()
@@ -78,7 +91,13 @@ def child(checkpoint: str, spawned: float) -> dict:
     rows = sum(map(len, replies))
     return {"threads": torch.get_num_threads(), "startup_s": startup, "prefill_tokens": len(transcript),
             "prefill_tokens_per_s": len(transcript) / prefill, "decode_ms_per_token": 1000 * decode,
-            "rows": rows, "batch_s": batch, "batch_tokens_per_s": rows * (QUERY_TOKENS + NEW_TOKENS) / batch}
+            "rows": rows, "batch_s": batch, "batch_tokens_per_s": rows * (QUERY_TOKENS + NEW_TOKENS) / batch,
+            "step_ms": {n: 1000 * v for n, v in step_s.items()}}
+
+
+def _pairs(step_ms: dict) -> str:
+    """config's form of step_ms: [[rows, ms], ...]."""
+    return "[" + ", ".join(f"[{n}, {ms:.0f}]" for n, ms in sorted(step_ms.items(), key=lambda kv: int(kv[0]))) + "]"
 
 
 def drop_page_cache() -> None:
@@ -106,7 +125,8 @@ def best(runs: list[dict]) -> dict:
     return {"threads": runs[0]["threads"], "startup_s": min(r["startup_s"] for r in runs),
             "prefill_tokens_per_s": max(r["prefill_tokens_per_s"] for r in runs),
             "decode_ms_per_token": min(r["decode_ms_per_token"] for r in runs),
-            "batch_tokens_per_s": max(r["batch_tokens_per_s"] for r in runs)}
+            "batch_tokens_per_s": max(r["batch_tokens_per_s"] for r in runs),
+            "step_ms": {n: min(r["step_ms"][n] for r in runs) for n in runs[0]["step_ms"]}}
 
 
 def main(argv=None) -> int:
@@ -134,14 +154,17 @@ def main(argv=None) -> int:
                 print(f"round {r + 1}, {run['threads']} thread(s): start-up {run['startup_s']:.1f} s, prefill "
                       f"{run['prefill_tokens_per_s']:.0f} tokens/s ({run['prefill_tokens']} tokens), decode "
                       f"{run['decode_ms_per_token']:.1f} ms/token, batch {run['batch_tokens_per_s']:.0f} tokens/s "
-                      f"({run['rows']} rows in {run['batch_s']:.1f} s)", flush=True)
+                      f"({run['rows']} rows in {run['batch_s']:.1f} s), a decode step "
+                      f"{', '.join(f'{v:.0f} ms at {k} rows' for k, v in run['step_ms'].items())}",
+                      flush=True)
     bests = {n: best(rs) for n, rs in runs.items()}
     print(f"{args.shape} shape, random weights, CPU fp32, best of {args.repeats}"
           f"{', page cache dropped before each' if args.cold else ''} (os.cpu_count() {os.cpu_count()}, "
           f"load average {os.getloadavg()[0]:.2f}):")
     for n, b in bests.items():
         print(f"  {n} thread(s): startup_s {b['startup_s']:.1f}, prefill_tokens_per_s {b['prefill_tokens_per_s']:.0f}, "
-              f"decode_ms_per_token {b['decode_ms_per_token']:.1f}, batch_tokens_per_s {b['batch_tokens_per_s']:.0f}")
+              f"decode_ms_per_token {b['decode_ms_per_token']:.1f}, batch_tokens_per_s {b['batch_tokens_per_s']:.0f}, "
+              f"step_ms {_pairs(b['step_ms'])}")
     first = bests[counts[0]]
     for n in counts[1:]:
         o = bests[n]
@@ -150,7 +173,8 @@ def main(argv=None) -> int:
               f"{o['batch_tokens_per_s'] / first['batch_tokens_per_s']:.2f}x")
     print(f"cpu_speed entry at {counts[0]} thread(s): {{prefill_tokens_per_s: {first['prefill_tokens_per_s']:.0f}, "
           f"decode_ms_per_token: {first['decode_ms_per_token']:.0f}, batch_tokens_per_s: "
-          f"{first['batch_tokens_per_s']:.0f}, startup_s: {first['startup_s']:.0f}}}")
+          f"{first['batch_tokens_per_s']:.0f}, step_ms: {_pairs(first['step_ms'])}, "
+          f"startup_s: {first['startup_s']:.0f}}}")
     return 0
 
 

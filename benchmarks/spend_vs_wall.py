@@ -1,7 +1,7 @@
 """The planned spend of `snakemake -n` against what the run then took, on this machine.
 
     .venv/bin/python benchmarks/spend_vs_wall.py [--target results/urd2/tiny/pareto/summary.json]
-        [--cores 2] [--shape 0.1b]
+        [--cores 2] [--shape 0.1b] [--published]
 
 Copies the workflow into a temporary folder, reads the spend line of a dry run, runs the target
 with --cores N, and prints, from Snakemake's own records of the run (run_record): each rule's
@@ -38,9 +38,10 @@ def main(argv=None) -> int:
     ap.add_argument("--target", default="results/urd2/tiny/pareto/summary.json")
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--shape", choices=sorted(SHAPES), help="give tiny this shape (random weights)")
+    ap.add_argument("--published", action="store_true", help="rung 2's published sizes, not tiny's reduced ones")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        wd = workflow_copy(Path(tmp) / "wf", args.shape)
+        wd = workflow_copy(Path(tmp) / "wf", args.shape, args.published)
         smk = [sys.executable, "-m", "snakemake", "--cores", str(args.cores), args.target]
         dry = subprocess.run([*smk, "-n"], cwd=wd, capture_output=True, text=True, check=True)
         line = next((ln for ln in dry.stdout.splitlines() if ln.startswith("urd planned spend")), "")

@@ -154,37 +154,54 @@ def test_failed_dry_run_prints_no_spend(workdir):
     assert "urd planned spend" not in r.stdout + r.stderr
 
 
-def test_rows_decoded_in_one_batch_are_priced_by_the_longest_row(urd_config):
-    """The sweep's summary writes every point and episode in one batch: its estimate takes the
-    longest note's steps at the one-token speed and every other row-token at the batched rate
-    (config cpu_speed), not each row as if decoded alone."""
+def test_rows_decoded_in_one_batch_are_priced_stretch_by_stretch(urd_config):
+    """The sweep's summary writes every point and episode in one batch, and a row leaves the
+    batch when its note ends: the estimate prices each stretch of steps at the measured step
+    time of the rows still in it (config cpu_speed's step_ms), not each row as if decoded alone,
+    and a note at no more tokens than its budget's bytes hold at the backbone's stated bytes a
+    token."""
     import copy
 
-    from urd.cost.estimate import lockstep
+    from urd.cost.estimate import lockstep, step_ms
     from urd.rung2 import plan
 
-    assert lockstep([10, 40, 40]) == {"decode": 40, "batched": 50} and lockstep([]) == {"decode": 0, "batched": 0}
+    assert lockstep([10, 40, 40, 0]) == {"steps": [(10, 3), (30, 2)]} and lockstep([]) == {"steps": []}
+    assert lockstep([5, 5]) == {"steps": [(5, 2)]}
+    # measured points, linear between and past the last at its slope; one row is decode_ms
+    speed = {"decode_ms_per_token": 50, "batch_tokens_per_s": 500, "step_ms": [[32, 180], [8, 90]]}
+    assert step_ms(speed, 1) == 50 and step_ms(speed, 8) == 90 and step_ms(speed, 32) == 180
+    assert step_ms(speed, 4) == pytest.approx(50 + 3 * 40 / 7) and step_ms(speed, 20) == pytest.approx(135)
+    assert step_ms(speed, 64) == pytest.approx(300)
+    # without measured points every row past the first rides at the batched rate
+    assert step_ms({"decode_ms_per_token": 50, "batch_tokens_per_s": 500}, 11) == pytest.approx(70)
+
     config = copy.deepcopy(urd_config)
     config["urd2"]["scales"] = {}
     speed = config["cpu_speed"]["0.1b"]
+    at = dict(map(tuple, speed["step_ms"]))
+    one = speed["decode_ms_per_token"]
+    t6, t12 = one + 5 * (at[8] - one) / 7, at[8] + 4 * (at[32] - at[8]) / 24
 
     def sweep(episodes, budgets):
         config["urd2"]["pareto"].update(episodes=episodes, budgets=budgets, caps=[10])
         return plan.sweep_cpu_seconds(config, "0.1b", "consolidate", "t1", "summary")
 
-    # t1's transcript is 1,850 tokens: at 10x the cap leaves 16,650 tokens of notes; 960 B: 320
-    steps, other = 16650, 16650 * 5 + 320 * 6
-    # the transcript read once an episode, the instruction once a note
-    expected = (6 * (1850 + 2 * 30) / speed["prefill_tokens_per_s"] + steps * speed["decode_ms_per_token"] / 1000
-                + other / speed["batch_tokens_per_s"] + speed["startup_s"])
+    # t1's transcript is 1,850 tokens: at 10x the cap leaves 16,650 tokens of notes; 960 B at
+    # summary's bound of 3 bytes a token: 320. 12 rows for 320 steps, then 6 for the rest
+    prefill = 6 * (1850 + 2 * 30) / speed["prefill_tokens_per_s"]
+    expected = prefill + (320 * t12 + (16650 - 320) * t6) / 1000 + speed["startup_s"]
     assert sweep(6, [960, 65536]) == math.ceil(expected)
     # twelve episodes cost the longest note's steps once, not twice
     assert sweep(12, [960, 65536]) < 1.5 * sweep(6, [960, 65536])
     assert plan.sweep_cpu_seconds(config, "0.1b", "consolidate", "t1", "vanilla") == speed["startup_s"]
+    # a backbone whose note tokens hold 6 bytes: 160 and 10,923 tokens
+    config["backbones"]["0.1b"]["note_bytes_per_token"] = 6
+    expected = prefill + (160 * t12 + (10923 - 160) * t6) / 1000 + speed["startup_s"]
+    assert sweep(6, [960, 65536]) == math.ceil(expected)
+    del config["backbones"]["0.1b"]["note_bytes_per_token"]
     # rung 1's summary writes a cell's episodes in one batch too: 960 B of notes is 320 tokens
     from urd.cost.estimate import cell_cpu_seconds
 
     eps = config["episodes"]
-    cell = (eps * 30 / speed["prefill_tokens_per_s"] + 320 * speed["decode_ms_per_token"] / 1000
-            + (eps - 1) * 320 / speed["batch_tokens_per_s"] + speed["startup_s"])
+    cell = (eps * 30 / speed["prefill_tokens_per_s"] + 320 * step_ms(speed, eps) / 1000 + speed["startup_s"])
     assert cell_cpu_seconds(config, "0.1b", "t1", "consolidate", "summary", "sanity") == math.ceil(cell)

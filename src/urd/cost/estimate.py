@@ -9,6 +9,7 @@ scale with no measured speed is estimated at the slowest measured one.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from ..core.config import merged_source
@@ -48,23 +49,44 @@ def _episodes_queries(config: dict, task: str) -> tuple[int, int]:
     return eps, min(per, config.get("evaluate_queries") or per)
 
 
-def _seconds(config, scale, prefill=0, decode=0, batched=0) -> int:
-    """prefill: tokens run as sequences; decode: tokens generated one at a time (the steps of a
-    batch); batched: row-tokens that ride along in a batch (every query of a cell a row, or the
-    other rows of a consolidation: `lockstep`); plus the job's start-up."""
+def _seconds(config, scale, prefill=0, steps=(), batched=0) -> int:
+    """prefill: tokens run as sequences; steps: (steps, rows) of a batched decode (`lockstep`),
+    each step priced at its rows' measured step time (`step_ms`); batched: row-tokens of queries
+    answered in a batch (every query of a cell a row); plus the job's start-up."""
     s = _speed(config, scale)
-    seconds = (prefill / s["prefill_tokens_per_s"] + decode * s["decode_ms_per_token"] / 1000
+    seconds = (prefill / s["prefill_tokens_per_s"] + sum(n * step_ms(s, rows) for n, rows in steps) / 1000
                + batched / s["batch_tokens_per_s"] + s.get("startup_s", 10))
     return max(1, math.ceil(seconds))
 
 
+def step_ms(speed: dict, rows: int) -> float:
+    """Milliseconds of one decode step of `rows` rows: decode_ms_per_token at one row, and the
+    measured `step_ms` points ([rows, ms], benchmarks/cpu_speed.py) between, linear from point
+    to point and past the last at the last slope (a step reads every weight once whatever its
+    rows, so a few rows cost about one; past that each row adds its share of the products).
+    Without measured points, every row past the first at the batched rate."""
+    pts = [(1, speed["decode_ms_per_token"]), *sorted((int(r), float(ms)) for r, ms in speed.get("step_ms", ()))]
+    if len(pts) == 1:
+        return pts[0][1] + (rows - 1) * 1000 / speed["batch_tokens_per_s"]
+    for (r0, m0), (r1, m1) in itertools.pairwise(pts):
+        if rows <= r1 or (r1, m1) == pts[-1]:
+            return max(pts[0][1], m0 + (rows - r0) * (m1 - m0) / (r1 - r0))
+    raise AssertionError("unreachable")
+
+
 def lockstep(lengths) -> dict:
     """The decode of rows that step together in one batch (urd.backbone.batch: a cell's episodes,
-    a sweep's points): the longest row sets the steps, each at the one-token speed, and every
-    other row-token rides along at the batched rate. `_seconds`' decode and batched arguments."""
-    lengths = list(lengths)
-    steps = max(lengths, default=0)
-    return {"decode": steps, "batched": sum(lengths) - steps}
+    a sweep's points): the longest row sets the steps, and a row leaves the batch when its own
+    length is reached, so each stretch of steps runs with the rows still in it. `_seconds`'
+    `steps` argument: [(steps, rows)], longest stretch last."""
+    lengths = sorted((n for n in lengths if n > 0), reverse=True)
+    out, done = [], 0
+    for rows in range(len(lengths), 0, -1):
+        n = lengths[rows - 1] - done
+        if n:
+            out.append((n, rows))
+            done += n
+    return {"steps": out}
 
 
 def system_class(config: dict, system: str) -> type:
@@ -76,10 +98,18 @@ def system_class(config: dict, system: str) -> type:
     return registry.resolve(system, config.get("plugins"))
 
 
-def notes_tokens(config: dict, system: str, budget_bytes: int | None) -> int:
-    """At most how many tokens one episode's consolidation by `system` decodes, at its own settings."""
+def notes_tokens(config: dict, system: str, budget_bytes: int | None, scale: str) -> int:
+    """How many tokens one episode's consolidation by `system` is priced at: at most its own bound
+    (its class's notes_tokens, at its settings), and no more than the budget's bytes hold at the
+    scale's stated bytes a token (`backbones.<scale>.note_bytes_per_token`), where it states one:
+    notes stop at their budget's bytes (summary passes the budget to the decoder), and a random
+    model's tokens hold more bytes than the bound assumes."""
     settings = config.get("system_settings", {}).get(system, {})
-    return system_class(config, system).notes_tokens(budget_bytes, settings)
+    bound = system_class(config, system).notes_tokens(budget_bytes, settings)
+    per = config.get("backbones", {}).get(scale, {}).get("note_bytes_per_token")
+    if not bound or per is None or budget_bytes is None:
+        return bound
+    return min(bound, math.ceil(budget_bytes / per))
 
 
 def cell_cpu_seconds(config: dict, scale: str, task: str, step: str, system: str | None = None,
@@ -93,7 +123,7 @@ def cell_cpu_seconds(config: dict, scale: str, task: str, step: str, system: str
         return _seconds(config, scale, batched=rows)
     if step == "consolidate":
         budget = config["profiles"][config["profile"]]["budgets"].get(split) if split else None
-        written = notes_tokens(config, system, budget)
+        written = notes_tokens(config, system, budget, scale)
         if not written:  # the transcript's state comes from the prefill job
             return _seconds(config, scale)
         return _seconds(config, scale, prefill=eps * INSTRUCTION_TOKENS, **lockstep([written] * eps))  # one batch

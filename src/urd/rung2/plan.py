@@ -146,14 +146,14 @@ def _writes_points_together(config: dict, system: str) -> bool:
     return callable(getattr(system_class(config, system), "consolidate_sweep", None))
 
 
-def _consolidate_tokens(config: dict, system: str, task: str, budget: int | None,
+def _consolidate_tokens(config: dict, scale: str, system: str, task: str, budget: int | None,
                         cap: int | None = None) -> tuple[int, int]:
     """(prefill, decode) tokens of one episode's consolidation (notes stop at the cap), as its
     system's class is priced (urd.cost.estimate.system_class)."""
     transcript, _ = _task_sizes(config, task)
     if _from_text(config, system):
         return 0, 0
-    notes = notes_tokens(config, system, budget)
+    notes = notes_tokens(config, system, budget, scale)
     if notes:
         cap = config["consolidation_factor"] if cap is None else cap
         return transcript + INSTRUCTION_TOKENS, max(0, min(notes, cap * transcript - transcript))
@@ -166,7 +166,7 @@ def chain_cpu_seconds(config: dict, scale: str, step: str, task: str, system: st
     chains = c.get("chains") or config["urd2"]["data"]["chains"]
     transcript, rows = _task_sizes(config, task)
     if step == "consolidate":
-        pre, dec = _consolidate_tokens(config, system, task, c["budgets"].get(split))
+        pre, dec = _consolidate_tokens(config, scale, system, task, c["budgets"].get(split))
         return _seconds(config, scale, prefill=chains * pre, **lockstep([dec] * chains))  # one batch a boundary
     if step == "answer":
         if not _answers_with_model(config, system):
@@ -187,13 +187,12 @@ def sweep_cpu_seconds(config: dict, scale: str, step: str, task: str, system: st
         # each transcript read once for every point; a system with consolidate_sweep (summary)
         # writes all points' notes in one batch, the longest setting the steps; any other writes
         # a point's episodes in one batch, point after point
-        tokens = [_consolidate_tokens(config, system, task, b, c) for b in p["budgets"] for c in p["caps"]]
+        tokens = [_consolidate_tokens(config, scale, system, task, b, c) for b in p["budgets"] for c in p["caps"]]
         read = 0 if _from_text(config, system) else transcript + sum(pre - transcript for pre, _ in tokens)
         if _writes_points_together(config, system):
             steps = lockstep(n for _, n in tokens for _ in range(eps))
         else:
-            each = [lockstep([n] * eps) for _, n in tokens]
-            steps = {k: sum(s[k] for s in each) for k in ("decode", "batched")}
+            steps = {"steps": [seg for _, n in tokens for seg in lockstep([n] * eps)["steps"]]}
         return _seconds(config, scale, prefill=eps * read, **steps)
     if step == "answer":
         distinct = _distinct_fiches(config, system, p)
