@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -145,6 +146,40 @@ def test_full_loss_makes_every_next_token_a_target_and_the_head_holds_the_transc
     assert set(ids) - {0} <= set(wide) and not set(ids) <= set(model.reply_vocab(tok))
     with pytest.raises(InputError, match="full_loss"):
         plan.settings_of({"full_loss": 2})
+
+
+def test_the_code_length_grows_with_the_pairs_and_the_default_trains_the_published_codes(cfg, evaluated):
+    """value_min: T1's codes start that short and reach the published 12 characters over the
+    pairs' ramp; at the default (12) a step draws exactly what it drew before the setting."""
+    ex, tok = S.Exclusions.of(evaluated), get_tokenizer()
+    tasks = {"t1": cfg["tasks"]["t1"], "t2": cfg["tasks"]["t2"]}
+    short = Data(plan.settings_of({**SMALL, "value_min": 2, "ramp_tokens": 1000}), tasks, ex, tok)
+    assert [short.code_length(n) for n in (0, 500, 1000, 10**9)] == [2, 7, 12, 12]
+    assert [short.cap(n) for n in (0, 1000)] == [SMALL["pairs_min"], 64]
+
+    def codes(data, tokens):
+        text = tok.decode(data.step(3, tokens)[0][0])
+        return {len(m) for m in re.findall(r" is ([0-9A-Z]+)\.", text)}
+
+    assert codes(short, 0) == {2} and codes(short, 500) == {7} and codes(short, 10**9) == {12}
+    assert {len(p["value"]) for ep in short.held_out_at(0) for p in ep["pairs"]} == {2}
+    plain = Data(plan.settings_of(SMALL), tasks, ex, tok)
+    pairs = 4 + S.Stream(S.FAMILY, SMALL["seed"], "pairs", 3).below(plain.cap(0) - 4 + 1)
+    assert plain.step(3, 0)[0] == S.sequence(tok, S.t1_episode(SMALL["seed"], 3, pairs, tasks["t1"], ex))
+    for bad in (0, 13, 2.5):
+        with pytest.raises(InputError, match="value_min"):
+            plan.settings_of({"value_min": bad})
+
+
+def test_a_short_code_is_judged_by_the_same_rule_at_its_length():
+    from urd.harness.scoring import judge_t1
+
+    hot = {"kind": "hot", "expected": "F8"}
+    assert judge_t1(hot, " F8")["verdict"] == "wrong"  # the published judge reads 12 characters
+    assert judge_t1(hot, " F8", code_length=2) == {"parsed": "F8", "verdict": "correct"}
+    assert judge_t1(hot, " F8X", code_length=2)["verdict"] == "wrong"
+    assert judge_t1({"kind": "unseen", "expected": None}, " Q7", code_length=2)["verdict"] == "confabulated"
+    assert judge_t1(hot, " NONE", code_length=2)["verdict"] == "abstained"
 
 
 # --- the head, the export -----------------------------------------------------------------------
@@ -362,10 +397,12 @@ def test_the_learning_curve_reads_each_evaluation_and_the_curriculum_column_wher
           "t2": {"score_A": 0.5, "rate_trigger": 0.75, "rate_non_trigger": 0.25}}
     record = {"settings": {"n_layer": 2, "n_embd": 128, "seed": 1}, "threads": 1, "seconds": 60,
               "curve": [{"tokens": 5000, "loss": 1.5}],
-              "evals": [ev, {**ev, "step": 20, "tokens": 9000, "t1_at_cap": {"pairs": 12, "score_A": 0.4}}]}
+              "evals": [ev, {**ev, "step": 20, "tokens": 9000, "t1_at_cap": {"pairs": 12, "score_A": 0.4}},
+                        {**ev, "step": 30, "tokens": 13000, "t1_at_cap": {"pairs": 16, "code_length": 4, "score_A": 0.6}}]}
     rows = learning.rows(record)
-    assert rows == [[10, 5000, 0.25, 0.5, 0.5, 0.75, 0.25, None, None],
-                    [20, 9000, 0.25, 0.5, 0.5, 0.75, 0.25, 12, 0.4]]
+    assert rows == [[10, 5000, 0.25, 0.5, 0.5, 0.75, 0.25, None, None, None],
+                    [20, 9000, 0.25, 0.5, 0.5, 0.75, 0.25, 12, 0.4, 12],
+                    [30, 13000, 0.25, 0.5, 0.5, 0.75, 0.25, 16, 0.6, 4]]
     assert len(learning.HEADER) == len(rows[0])
     path = tmp_path / "c.json"
     path.write_text(json.dumps({**record, "evals": []}))
@@ -373,5 +410,5 @@ def test_the_learning_curve_reads_each_evaluation_and_the_curriculum_column_wher
     assert not (tmp_path / "c.csv").exists() and not (tmp_path / "c.png").exists()
     path.write_text(json.dumps(record))
     assert learning.main(["--record", str(path), "--csv", str(tmp_path / "c.csv"), "--png", str(tmp_path / "c.png")]) == 0
-    assert (tmp_path / "c.csv").read_text().splitlines()[2].endswith(",12,0.4")
+    assert (tmp_path / "c.csv").read_text().splitlines()[2].endswith(",12,0.4,12")
     assert (tmp_path / "c.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -11,13 +11,18 @@ T2: applied when the episode's marker stands as a token in the reply's first lin
 
 from __future__ import annotations
 
+import functools
 import re
 
 from ..data import t1 as t1task
 from ..data import t2 as t2task
 
-_VALUE = re.compile(r"(?<![0-9A-Z])[" + re.escape(t1task.ALPHABET) + r"]{12}(?![0-9A-Z])")
 _ABSTAIN = re.compile(r"\bNONE\b")
+
+
+@functools.cache
+def _value(length: int) -> re.Pattern:
+    return re.compile(r"(?<![0-9A-Z])[" + re.escape(t1task.ALPHABET) + r"]{" + str(length) + r"}(?![0-9A-Z])")
 
 
 def first_line(reply: str) -> str:
@@ -25,9 +30,11 @@ def first_line(reply: str) -> str:
     return stripped.split("\n", 1)[0] if stripped else ""
 
 
-def judge_t1(query: dict, reply: str) -> dict:
+def judge_t1(query: dict, reply: str, code_length: int = 12) -> dict:
+    """code_length: the published task's 12; the learned backbone's curriculum judges its
+    shorter codes with the same rule."""
     line = first_line(reply)
-    m = _VALUE.search(line)
+    m = _value(code_length).search(line)
     parsed = m.group(0) if m else ("NONE" if _ABSTAIN.search(line) else None)
     if query["kind"] == "unseen":
         verdict = "confabulated" if m else ("abstained" if parsed == "NONE" else "no_answer")

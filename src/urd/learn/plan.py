@@ -23,7 +23,7 @@ DEFAULTS = {
     "seed": 1, "n_layer": 2, "n_embd": 128, "tokens": 2_000_000, "lr": 2e-3, "lr_final": 2e-4,
     "warmup_steps": 100, "grad_clip": 1.0, "t1_per_step": 1, "t2_per_step": 2, "pairs_min": 4, "ramp_tokens": 1_000_000,
     "eval_every": 200, "eval_episodes": 4, "save_every": 100, "threads": 1,
-    "max_minutes": 240, "max_memory_mb": 4000, "tied_head": 0, "full_loss": 0,
+    "max_minutes": 240, "max_memory_mb": 4000, "tied_head": 0, "full_loss": 0, "value_min": 12,
 }
 # One-thread training time a trained token: a fixed part (the interpreter, the WKV's chunk loop,
 # the data) and a part proportional to the blocks' weights. Measured on this project's 2-core
@@ -64,6 +64,8 @@ def settings_of(raw: dict, where: str = "settings") -> dict:
                          (s["t1_per_step"], s["t2_per_step"]))
     if not 4 <= s["pairs_min"] <= 64:
         raise InputError(where, "pairs_min", "between 4 and 64", s["pairs_min"])
+    if not isinstance(s["value_min"], int) or not 1 <= s["value_min"] <= 12:
+        raise InputError(where, "value_min", "an integer code length between 1 and the published 12", s["value_min"])
     return s
 
 

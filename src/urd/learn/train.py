@@ -48,16 +48,28 @@ class Data:
     def __init__(self, s: dict, tasks: dict, ex: S.Exclusions, tokenizer):
         self.s, self.tasks, self.ex, self.tok = s, tasks, ex, tokenizer
 
-    def cap(self, tokens_seen: int) -> int:
+    def _ramp(self, tokens_seen: int) -> float:
         s = self.s
-        frac = min(1.0, tokens_seen / s["ramp_tokens"]) if s["ramp_tokens"] else 1.0
-        return round(s["pairs_min"] + frac * (64 - s["pairs_min"]))
+        return min(1.0, tokens_seen / s["ramp_tokens"]) if s["ramp_tokens"] else 1.0
+
+    def cap(self, tokens_seen: int) -> int:
+        return round(self.s["pairs_min"] + self._ramp(tokens_seen) * (64 - self.s["pairs_min"]))
+
+    def code_length(self, tokens_seen: int) -> int:
+        """T1's code length: from value_min to the published length over the same ramp as the
+        pairs (copying a short code is learned long before a 12-character one)."""
+        full = self.tasks["t1"]["value_length"]
+        return round(self.s["value_min"] + self._ramp(tokens_seen) * (full - self.s["value_min"]))
+
+    def t1_base(self, tokens_seen: int) -> dict:
+        return {**self.tasks["t1"], "value_length": self.code_length(tokens_seen)}
 
     def step(self, step: int, tokens_seen: int) -> list[tuple[list[int], list[bool]]]:
         seed, cap, low = self.s["seed"], self.cap(tokens_seen), self.s["pairs_min"]
         n1 = self.s["t1_per_step"]  # T1 episodes are numbered step * n1 + j: one a step is index `step`
+        base = self.t1_base(tokens_seen)
         eps = [S.t1_episode(seed, step * n1 + j, low + Stream(S.FAMILY, seed, "pairs", step * n1 + j).below(cap - low + 1),
-                            self.tasks["t1"], self.ex) for j in range(n1)]
+                            base, self.ex) for j in range(n1)]
         eps += [S.t2_episode(seed, step * 16 + j, self.tasks["t2"], self.ex) for j in range(self.s["t2_per_step"])]
         seqs = [S.sequence(self.tok, ep) for ep in eps]
         if self.s["full_loss"]:  # every next token a target, the transcript's too (none after the last)
@@ -76,11 +88,11 @@ class Data:
             ids.discard(0)
         return sorted(ids)
 
-    def held_out_at(self, pairs: int) -> list[dict]:
-        """Held-out T1 episodes of `pairs` pairs (the curriculum's cap): where the published shape
-        scores 0, they tell whether recall is learned at a shorter length."""
+    def held_out_at(self, tokens_seen: int) -> list[dict]:
+        """Held-out T1 episodes at the curriculum's point (its pair cap and code length): where
+        the published shape scores 0, they tell whether recall is learned at a shorter length."""
         seed = self.s["seed"]
-        return [S.t1_episode(seed, S.HELD_OUT + 100_000 + i, pairs, self.tasks["t1"], self.ex)
+        return [S.t1_episode(seed, S.HELD_OUT + 100_000 + i, self.cap(tokens_seen), self.t1_base(tokens_seen), self.ex)
                 for i in range(int(self.s["eval_episodes"]))]
 
     def held_out(self, queries: int) -> dict[str, list[dict]]:
@@ -95,17 +107,20 @@ class Data:
         return out
 
 
-def control_scores(checkpoint: str, episodes: dict[str, list[dict]], decode: dict) -> dict:
-    """The in-session control on `episodes`, through the benchmark's own load, decode and judges."""
+def control_scores(checkpoint: str, episodes: dict[str, list[dict]], decode: dict, code_length: int = 12) -> dict:
+    """The in-session control on `episodes`, through the benchmark's own load, decode and judges
+    (T1's judge at `code_length`: the curriculum's shorter codes)."""
     from ..backbone.adapter import Backbone
     from ..harness.context import Decode
     from ..harness.runner import run_control
-    from ..harness.scoring import episode_scores
+    from ..harness.scoring import episode_scores, judge_t1
 
     bb = Backbone.load(checkpoint, strategy="cpu fp32")
     out = {}
     for task, eps in episodes.items():
         recs = run_control(bb, task, eps, Decode(max_new_tokens=decode[task]["max_new_tokens"]), label="held-out")
+        if task == "t1" and code_length != 12:
+            recs = [{**r, **judge_t1(r, r["response"], code_length)} for r in recs]
         scores = [episode_scores(task, [r for r in recs if r["episode"] == ep["episode"]]) for ep in eps]
         vals = [x["score"] for x in scores if x["score"] is not None]
         out[task] = {"score_A": sum(vals) / len(vals) if vals else None}
@@ -197,12 +212,15 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
             with tempfile.TemporaryDirectory() as d:
                 export(net, Path(d, "eval.pth"))
                 sc = control_scores(str(Path(d, "eval.pth")), held, decode)
-                cap = data.cap(tokens)
-                at_cap = control_scores(str(Path(d, "eval.pth")), {"t1": data.held_out_at(cap)}, decode)["t1"]
-            record["evals"].append({"step": step, "tokens": tokens, **sc, "t1_at_cap": {"pairs": cap, **at_cap}})
+                cap, length = data.cap(tokens), data.code_length(tokens)
+                at_cap = control_scores(str(Path(d, "eval.pth")), {"t1": data.held_out_at(tokens)}, decode,
+                                        code_length=length)["t1"]
+            where = {"pairs": cap, **({"code_length": length} if length != data.tasks["t1"]["value_length"] else {})}
+            record["evals"].append({"step": step, "tokens": tokens, **sc, "t1_at_cap": {**where, **at_cap}})
             print(f"held-out at step {step}: T1 score_A {sc['t1']['score_A']:.3f} (confabulation "
                   f"{sc['t1']['confabulation']}), T2 discrimination {sc['t2']['score_A']:.3f} "
-                  f"({sc['t2']['rate_trigger']:.2f}/{sc['t2']['rate_non_trigger']:.2f}); T1 at {cap} pairs "
+                  f"({sc['t2']['rate_trigger']:.2f}/{sc['t2']['rate_non_trigger']:.2f}); T1 at {cap} pairs, "
+                  f"{length}-character codes "
                   f"{at_cap['score_A']:.3f}", file=log, flush=True)
         if step % s["save_every"] == 0 and tokens < s["tokens"]:
             buf = {"settings": s, "weights": net.state_dict(), "optimizer": opt.state_dict(), "step": step,

@@ -1,5 +1,5 @@
 """The learned backbone's learning curve: held-out in-session control (T1 score_A, T2
-discrimination, and T1 score_A at the curriculum's current pair count) and training loss against
+discrimination, and T1 score_A at the curriculum's current pair count and code length) and training loss against
 trained tokens, from its training record.
 
     python -m urd.tables.learning --record models/X.pth.train.json --csv OUT.csv --png OUT.png
@@ -25,12 +25,13 @@ def rows(record: dict, where: str = "record") -> list[list]:
         t1, t2 = e["t1"], e["t2"]
         cap = e.get("t1_at_cap") or {}  # records before the curriculum's own evaluation lack it
         out.append([e["step"], e["tokens"], t1["score_A"], t1.get("confabulation"), t2["score_A"],
-                    t2.get("rate_trigger"), t2.get("rate_non_trigger"), cap.get("pairs"), cap.get("score_A")])
+                    t2.get("rate_trigger"), t2.get("rate_non_trigger"), cap.get("pairs"), cap.get("score_A"),
+                    cap.get("code_length", 12 if cap else None)])
     return out
 
 
 HEADER = ["step", "tokens", "t1_score_A", "t1_confabulation", "t2_discrimination_A", "t2_rate_trigger",
-          "t2_rate_non_trigger", "t1_cap_pairs", "t1_score_A_at_cap"]
+          "t2_rate_non_trigger", "t1_cap_pairs", "t1_score_A_at_cap", "t1_cap_code_length"]
 
 
 def png(record: dict, path: str, dpi: int = 150) -> None:
@@ -44,7 +45,7 @@ def png(record: dict, path: str, dpi: int = 150) -> None:
         ax.plot(mtok, [x[4] for x in r], marker="s", ms=3, color="#CC6677", label="T2 discrimination_A (held-out)")
         if any(x[8] is not None for x in r):
             ax.plot([m for m, x in zip(mtok, r) if x[8] is not None], [x[8] for x in r if x[8] is not None],
-                    ls="--", marker="o", ms=2, color="#4477AA", alpha=0.6, label="T1 score_A at the curriculum's pairs")
+                    ls="--", marker="o", ms=2, color="#4477AA", alpha=0.6, label="T1 score_A at the curriculum's pairs and code length")
         ax.set_xlabel("trained tokens (millions)")
         ax.set_ylabel("in-session control")
         ax.set_ylim(-0.05, 1.05)
