@@ -5,6 +5,7 @@ through the anthropic SDK against a fake Messages API (never the network)."""
 import copy
 import json
 import math
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
@@ -180,13 +181,13 @@ def test_the_scripted_run_passes_calibration_and_gate_and_fills_every_number(scr
     assert r["calibration_set"]["hard_negatives"] == {"harvested": 0, "hand-written": 10}
     assert r["gate"]["passed"] and r["gate"]["worst"]["hits"] == 2 and r["gate"]["max_unplanted_hits"] == 2
     assert r["gate"]["over_bar"] == [] and r["gate"]["worst"]["plant"] == "identity"
-    assert [n["arm"] for n in r["numbers"]] == ["full", "full+table", "layered"]
+    assert [n["arm"] for n in r["numbers"]] == ["full", "full+table", "layered", "layered-seeded"]
     for n in r["numbers"]:
         assert n["decisions"] == {"planted": 36, "unplanted": 36, "apologised": 36}
         assert n["net_hits"] == sum(n["hits"].values()) - sum(n["unplanted_hits"].values())
         assert n["net_hits_per_1k_tokens"] == round(n["net_hits"] / (n["prompt_tokens_median"] / 1000), 2)
         # the layered arm's summary is part of its token cost; a verbatim arm builds its context for free
-        assert (n["strategy_tokens_median"] > 0) == (n["arm"] == "layered")
+        assert (n["strategy_tokens_median"] > 0) == n["arm"].startswith("layered")
         assert n["net_hits_per_1k_total_tokens"] == round(n["net_hits"] / (n["total_tokens_median"] / 1000), 2)
         iv = n["net_hits_interval"]
         assert iv["low"] <= iv["point"] == n["net_hits"] <= iv["high"] and (iv["units"], iv["characters"]) == (36, 6)
@@ -208,10 +209,53 @@ def test_the_scripted_run_passes_calibration_and_gate_and_fills_every_number(scr
     assert sum(by["layered"]["unplanted_hits"].values()) > 0  # the scripted judge's one misjudgement
     assert by["full"]["counterfactual_wound"]["difference"]["point"] > 0
     assert any(by["full"]["citations"][p] != by["full"]["judged_influence"][p] for p in world.PLANTS)
-    assert [c["factor"] for c in r["factor_credits"]] == ["promise_table", "history"]
-    assert r["not_credited"] == [{"from": "full", "to": "layered", "differ_in": ["history", "promise_table"],
-                                  "why": "the arms differ in more than one feature: no factor is credited"}]
+    assert [c["factor"] for c in r["factor_credits"]] == ["promise_table", "history", "keep"]
+    assert [(x["from"], x["to"], x["differ_in"]) for x in r["not_credited"]] == [
+        ("full", "layered", ["history", "promise_table"]), ("full", "layered-seeded", ["history", "keep", "promise_table"]),
+        ("full+table", "layered-seeded", ["history", "keep"])]
     assert r["meter"]["spent_usd"] == 0 and r["leaks"] == []
+
+
+def test_the_seeded_keep_row_shows_how_much_of_the_layered_win_rests_on_knowing_the_plants(scripted_report, world_file):
+    """The sensitivity row: a layered arm whose distant past keeps as many categories, drawn by
+    each world's seed without knowledge of the plants. Its context keeps only the drawn
+    categories' early events (the same set in a world and its twins), and its credit against
+    the study's layered arm is the feature `keep`, with its interval."""
+    r = scripted_report
+    lay = r["layered_layout"]["seeded_keep"]
+    drawn = lay["keep_categories_by_seed"]
+    assert lay["arms"] == ["layered-seeded"] and sorted(drawn) == [str(s) for s in range(1, 7)]
+    configured = r["layered_layout"]["keep_categories"]
+    assert all(len(v) == len(configured) for v in drawn.values()) and len({tuple(v) for v in drawn.values()}) > 1
+    assert any(set(v) != set(configured) for v in drawn.values())
+    assert {k: [p for p in world.PLANTS if world.PLANT_CATEGORY[p] in v] for k, v in drawn.items()} == \
+        lay["plants_kept_in_distant_past_by_seed"]
+    # the study's recipe keeps every plant's category; the draw keeps fewer, and wins less
+    by = {n["arm"]: n for n in r["numbers"]}
+    assert by["layered-seeded"]["net_hits"] < by["layered"]["net_hits"]
+    keep = next(c for c in r["factor_credits"] if c["factor"] == "keep")
+    assert (keep["from"], keep["to"]) == ("layered", "layered-seeded")
+    assert keep["credit"]["net_hits"] == by["layered-seeded"]["net_hits"] - by["layered"]["net_hits"]
+    assert keep["intervals"]["net_hits"]["low"] <= keep["credit"]["net_hits"] <= keep["intervals"]["net_hits"]["high"]
+    # what the arm showed, seed by seed: the wound (always in term 1, the distant past) reaches
+    # the seeded arm only in the seeds whose draw kept its category, and the study's arm in all
+    def wound_hits(arm, seed):
+        return sum(any(x["shaped"] for x in d["judged"]["wound"]) for d in r["decisions"]
+                   if d["arm"] == arm and d["seed"] == seed and d["variant"] == "apologised")
+
+    for seed in range(1, 7):
+        kept = "conflict" in drawn[str(seed)]
+        assert (wound_hits("layered-seeded", seed) > 0) == kept and wound_hits("layered", seed) > 0, seed
+    # the draw is the seed's alone: the layout gives it again, whatever else changes
+    s = settings(Path(r["world"]["path"]).parent)
+    layout = arms.Layout.from_settings(s.raw["planting"], world.Shape().terms)
+    assert list(layout.for_seed(4, world.load_roster()["filler"]["weights"]).keep_categories) == drawn["4"]
+    with pytest.raises(InputError, match="keep"):
+        arms.arms_from({"arms": {"x": {"history": "verbatim", "promise_table": False, "keep": "seeded"}}})
+    with pytest.raises(InputError, match="keep"):
+        arms.arms_from({"arms": {"x": {"history": "layered", "promise_table": False, "keep": "chosen"}}})
+    with pytest.raises(InputError, match="colour"):
+        arms.arms_from({"arms": {"x": {"history": "layered", "promise_table": False, "colour": 1}}})
 
 
 def test_numbers_follow_from_the_decisions_alone(scripted_report):
@@ -315,11 +359,11 @@ def test_every_decision_shows_the_motivation_and_a_plant_worded_into_it_trips_th
     assert "wound planted for c2 (Tomas)" in why and tomas["plants"]["wound"]["text"] in why
     assert "arm full" in why and "6/6" in why and "2/6 of the seeds" in why
     assert {(x["arm"], x["character"], x["plant"]) for x in r["gate"]["over_bar"]} == {
-        (arm, "c2", "wound") for arm in ("full", "full+table", "layered")}
+        (arm, "c2", "wound") for arm in ("full", "full+table", "layered", "layered-seeded")}
     assert {d["variant"] for d in r["decisions"]} == {"unplanted"}  # no planted world was shown
     decide = [q for q in recorded if q.purpose == "decide"]
-    assert len(decide) == 3 * 6 * 6 and all("<motivation" in q.user for q in decide)
-    assert sum(f"keep {tomas['plants']['wound']['specific']}" in q.user for q in decide) == 3 * 6
+    assert len(decide) == 4 * 6 * 6 and all("<motivation" in q.user for q in decide)
+    assert sum(f"keep {tomas['plants']['wound']['specific']}" in q.user for q in decide) == 4 * 6
 
 
 def test_the_gate_bar_is_a_share_of_the_seeds():
@@ -679,6 +723,15 @@ def test_the_live_estimate_prices_the_distinct_requests_a_live_run_makes(tmp_pat
     assert len(judge_requests) == 20 + sum(len(d["judged"]) for d in r["decisions"])  # calibration, then one a plant
     assert est.calls == len(api.requests)
     assert 0.75 <= est.usd / r["meter"]["spent_usd"] <= 1.25, (est.usd, r["meter"]["spent_usd"])
+    # the layered arm asks for the same summary in worlds whose stretch is the same: the replay
+    # cache answers the repeats, and the estimate prices them once, as the run sends them
+    assert len(suite.call_graph(s, MASTER_SEED)) > est.calls
+    # with the cache off every request goes out, and the estimate prices every one
+    off = settings_mod.with_overrides(s, {"llm.replay_cache": False, "work_dir": str(tmp_path / "off")})
+    api = FakeMessagesAPI(Varying(world.load_roster()))
+    assert suite.run_suite(MODEL, off, world_path=one, yes=True, http_client=api.client(), **QUIET)["status"] == "complete"
+    est = suite.estimate(off, planting_routes(MODEL, off), master_seed=MASTER_SEED)
+    assert est.calls == len(api.requests) == len(suite.call_graph(off, MASTER_SEED))
 
 
 def test_a_live_targets_estimate_prices_a_whole_run_when_the_scripted_arm_trips(tmp_path):
@@ -867,7 +920,7 @@ def test_an_independent_recount_of_the_decisions_matches_every_figure_of_the_rep
     path.write_text(json.dumps(scripted_report))
     assert planting_recount.main([str(path)]) == 0
     said = capsys.readouterr().out
-    assert "every figure recounted equal" in said and said.count("\n") == 3 * 9 + 1  # 3 arms, 9 columns
+    assert "every figure recounted equal" in said and said.count("\n") == 4 * 9 + 1  # 4 arms, 9 columns
     tampered = copy.deepcopy(scripted_report)
     tampered["numbers"][2]["hits"]["identity"] += 1
     path.write_text(json.dumps(tampered))

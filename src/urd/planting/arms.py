@@ -14,13 +14,18 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 
 from ..core.errors import InputError
+from ..core.rng import Stream
 from .store import Store
 
 FEATURES = {"history": ("verbatim", "layered"), "promise_table": (False, True)}
+# A feature a built-in arm may add: `keep: seeded`, a layered arm whose distant past keeps
+# categories drawn by the world's seed instead of the configured ones (the sensitivity of the
+# layered arm to a kept set chosen without knowledge of the plants: `Layout.for_seed`).
+OPTIONAL_FEATURES = {"keep": ("seeded",)}
 Summarizer = Callable[[str, int, int], str]  # (event lines, first term, last term) -> summary
 
 
@@ -71,6 +76,10 @@ class Arm:
     def layered(self) -> bool:
         return self.features.get("history") == "layered"
 
+    @property
+    def seeded_keep(self) -> bool:
+        return self.features.get("keep") == "seeded"
+
     def sections(self, view: DecisionView) -> list[tuple[str, str]]:
         return (self.strategy or FeatureStrategy(self.features)).sections(view)
 
@@ -84,6 +93,15 @@ def arms_from(planting: Mapping, source: str = "agentmem.planting.arms") -> list
         for key, allowed in FEATURES.items():
             if feats.get(key) not in allowed:
                 raise InputError(source, f"{name}.{key}", f"one of {list(allowed)}", feats.get(key))
+        for key in sorted(set(feats) - set(FEATURES)):
+            if key not in OPTIONAL_FEATURES:
+                raise InputError(source, f"{name}.{key}", f"a feature of {sorted({*FEATURES, *OPTIONAL_FEATURES})}",
+                                 "an unknown feature")
+            if feats[key] not in OPTIONAL_FEATURES[key]:
+                raise InputError(source, f"{name}.{key}", f"one of {list(OPTIONAL_FEATURES[key])}", feats[key])
+        if feats.get("keep") is not None and feats["history"] != "layered":
+            raise InputError(source, f"{name}.keep", "an arm whose history is layered (only it keeps categories)",
+                             feats["history"])
         twin = next((a for a in out if a.source == "built-in" and dict(a.features) == dict(feats)), None)
         if twin is not None:  # the same context twice: a credit between them could only be noise
             raise InputError(source, name, f"features no other built-in arm declares ({twin.name} declares the same)",
@@ -147,6 +165,13 @@ class Layout:
             raise InputError("agentmem.planting.layered", "summary_from",
                              f"a term after 1 and before the current stretch (term {current_from})", lay["summary_from"])
         return cls(lay["summary_from"], current_from, tuple(lay["keep_categories"]), lay["summary_words"])
+
+    def for_seed(self, seed: int, categories) -> Layout:
+        """The same cut with as many kept categories drawn from `categories` by the world's seed
+        alone: one set for every variant and character of a seed (so a twin stays a twin), chosen
+        without looking at where the plants are."""
+        drawn = Stream("planting", "seeded-keep", seed).sample(sorted(categories), len(self.keep_categories))
+        return replace(self, keep_categories=tuple(sorted(drawn)))
 
 
 def feature_sections(features: Mapping[str, object], view: DecisionView) -> list[tuple[str, str]]:

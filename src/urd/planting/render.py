@@ -132,6 +132,12 @@ def document(reports: list[tuple[str, dict]]) -> Doc:
                          f" (plants kept there: {', '.join(lay['plants_kept_in_distant_past']) or 'none'}; dropped: "
                          f"{', '.join(lay['plants_dropped_from_distant_past']) or 'none'}), terms {lay['summary_terms']} "
                          f"summarised, terms {lay['current_terms']} verbatim")
+            seeded = lay.get("seeded_keep")
+            if seeded:
+                facts.append(f"sensitivity: {', '.join(seeded['arms'])} keeps as many categories drawn by each world's "
+                             "seed, not chosen knowing the plants (" + "; ".join(
+                                 f"seed {k}: {', '.join(v)}" for k, v in seeded["keep_categories_by_seed"].items())
+                             + "); its credit against the study's arm is `keep`")
         if rep.get("scripted_note"):
             facts.append(rep["scripted_note"])
         facts.append(sandbox_line(rep.get("sandbox") or NOT_BY_THE_WORKFLOW))

@@ -282,7 +282,22 @@ def layered_layout(run) -> dict | None:
             "plants_kept_in_distant_past": kept,
             "plants_dropped_from_distant_past": [p for p in PLANTS if p not in kept],
             "note": "a plant in the distant past reaches a layered arm only when its category is kept; the kept "
-                    "categories are a choice of agentmem.planting.layered.keep_categories"}
+                    "categories are a choice of agentmem.planting.layered.keep_categories",
+            **_seeded_keep(run, lay)}
+
+
+def _seeded_keep(run, lay) -> dict:
+    """An arm with `keep: seeded` keeps as many categories, drawn by each world's seed without
+    knowledge of the plants: which, seed by seed, and which plants' categories they hold."""
+    if not any(a.seeded_keep for a in run.arms):
+        return {}
+    by_seed = {str(seed): list(lay.for_seed(seed, run.roster["filler"]["weights"]).keep_categories)
+               for seed in range(1, run.shape.seeds + 1)}
+    return {"seeded_keep": {
+        "arms": [a.name for a in run.arms if a.seeded_keep],
+        "keep_categories_by_seed": by_seed,
+        "plants_kept_in_distant_past_by_seed": {k: [p for p in PLANTS if PLANT_CATEGORY[p] in v] for k, v in by_seed.items()},
+        "note": "the sensitivity of the layered arm to its kept categories: the same count, drawn by the world's seed"}}
 
 
 #: The study's third question: a judge is calibrated for a system only on that system's own
@@ -332,6 +347,7 @@ def build(run, state: dict, *, world_sha256: str, calibration: dict) -> dict:
         "slot_crowding": slot_crowding([numbers[a.name] for a in run.arms]),
         "meter": run.meter.summary(),
         **({} if run.llm.ledger.path is None else {"ledger": run.llm.ledger.summary()}),
+        **({"batches": run.llm.batch_events} if run.llm.batch_events else {}),
         "leaks": run.meter.leaks(),
         "decisions": run.decisions,
     }

@@ -41,12 +41,19 @@ class _CountingLLM:
 
     def __init__(self, llm) -> None:
         self._llm, self.calls, self.bytes = llm, 0, 0
+        self.reused_tokens, self.reused_measured = 0, True
 
     def ask(self, request) -> str:
         reply = self._llm.ask(request)
         self.calls += 1
         self.bytes += request.size_bytes() + len(reply.encode())
         return reply
+
+    def reuse(self, tokens: int, measured: bool) -> None:
+        """A summary another arm already paid for: this arm's context costs its tokens all the same
+        (an arm's cost is what it would cost alone, whichever arm ran first)."""
+        self.reused_tokens += tokens
+        self.reused_measured &= measured
 
 
 class GateStopped(UrdError):
@@ -146,11 +153,17 @@ class Run:
             # Cached per character, world and what is summarised: another arm asking for the same
             # summary reads it; one asking for another stretch gets its own.
             key = (world, cid, first, last, sha256_bytes(lines.encode()))
-            if key not in self.summaries:
-                req = prompts.summarize(lines, first=first, last=last, words=self.layout.summary_words,
-                                        max_tokens=self.max_tokens["summarize"])
-                self.summaries[key] = llm.ask(req).strip()
-            return self.summaries[key]
+            if key in self.summaries:
+                text, tokens, measured = self.summaries[key]
+                llm.reuse(tokens, measured)
+                return text
+            req = prompts.summarize(lines, first=first, last=last, words=self.layout.summary_words,
+                                    max_tokens=self.max_tokens["summarize"])
+            before = len(self.meter.records)
+            reply = llm.ask(req)
+            tokens, measured = self._tokens(self.meter.records[before:], req.size_bytes() + len(reply.encode()))
+            self.summaries[key] = (reply.strip(), tokens, measured)
+            return reply.strip()
         return summarize
 
     def _tokens(self, records, request_bytes: int) -> tuple[int, bool]:
@@ -167,9 +180,13 @@ class Run:
         plant_ids = {e.plant: e.id for e in events if e.plant in PLANTS}
         counted = _CountingLLM(self.llm)  # the strategy's own calls (a summary, a retrieval)
         calls_before = len(self.meter.records)
-        secs = arm.sections(arms_mod.DecisionView(self.store, world, c["id"], self.shape.decision_term, self.layout,
+        layout = self.layout.for_seed(seed, self.roster["filler"]["weights"]) if arm.seeded_keep else self.layout
+        secs = arm.sections(arms_mod.DecisionView(self.store, world, c["id"], self.shape.decision_term, layout,
                                                   self._summarize(world, c["id"], counted), counted))
         strategy_tokens, strategy_measured = self._tokens(self.meter.records[calls_before:], counted.bytes)
+        if counted.reused_tokens:  # a summary read from this run's own cache: charged as if asked
+            strategy_measured = (strategy_measured or not counted.calls) and counted.reused_measured
+            strategy_tokens += counted.reused_tokens
         req = prompts.decide(c["profile"], c["motivation"], secs, term=self.shape.decision_term,
                              max_tokens=self.max_tokens["decide"], replica=f"seed-{seed}")
         before = len(self.meter.records)
