@@ -2,6 +2,7 @@
 /v1/messages (and Message Batches) from a scripted responder, with token usage (a quarter
 token a byte), so the real anthropic SDK runs end to end without the network."""
 
+import datetime
 import json
 
 import httpx2
@@ -22,6 +23,8 @@ class FakeMessagesAPI:
         self.fail_first = list(fail_first)
         self.requests = []
         self.batches = {}
+        self.created = {}  # batch id -> when it was made (listed newest first, as the API lists)
+        self.gone = set()  # batches the API no longer knows: retrieve and results answer 404
         self.batch_polls = batch_polls  # a batch reads in_progress this many times before it ends
         self.polls = {}
         self.base = "https://api.anthropic.com"  # where results_url points (the loopback server sets its own)
@@ -45,22 +48,34 @@ class FakeMessagesAPI:
             body = json.loads(request.content)
             batch_id = f"msgbatch_{len(self.batches) + 1}"
             self.batches[batch_id] = [(r["custom_id"], self._message(r["params"])) for r in body["requests"]]
+            self.created[batch_id] = datetime.datetime.now(datetime.UTC)
             return httpx2.Response(200, json=self._batch_object(batch_id, "in_progress"))
+        if path.rstrip("/") == "/v1/messages/batches":  # list: newest first, one page
+            newest = sorted((b for b in self.batches if b not in self.gone), key=self.created.get, reverse=True)
+            data = [self._batch_object(b, self._status(b)) for b in newest]
+            return httpx2.Response(200, json={"data": data, "has_more": False, "first_id": data[0]["id"] if data else None,
+                                              "last_id": data[-1]["id"] if data else None})
         batch_id = path.split("/")[4]
+        if batch_id in self.gone:
+            return httpx2.Response(404, json={"type": "error", "error": {"type": "not_found_error",
+                                                                          "message": f"no batch {batch_id}"}})
         if path.endswith("/results"):
             lines = [json.dumps({"custom_id": cid, "result": {"type": "succeeded", "message": json.loads(r.content)}})
                      if r.status_code == 200 else json.dumps({"custom_id": cid, "result": {"type": "errored", "error": json.loads(r.content)}})
                      for cid, r in self.batches[batch_id]]
             return httpx2.Response(200, content="\n".join(lines).encode(), headers={"content-type": "application/binary"})
         self.polls[batch_id] = self.polls.get(batch_id, 0) + 1
-        done = self.polls[batch_id] > self.batch_polls or batch_id in getattr(self, "canceled", ())
-        status = "ended" if done else "in_progress"
-        return httpx2.Response(200, json=self._batch_object(batch_id, status))
+        return httpx2.Response(200, json=self._batch_object(batch_id, self._status(batch_id)))
+
+    def _status(self, batch_id):
+        done = self.polls.get(batch_id, 0) > self.batch_polls or batch_id in getattr(self, "canceled", ())
+        return "ended" if done else "in_progress"
 
     def _batch_object(self, batch_id, status):
         n = len(self.batches[batch_id])
         return {"id": batch_id, "type": "message_batch", "processing_status": status,
-                "created_at": "2026-12-01T00:00:00Z", "expires_at": "2026-12-02T00:00:00Z",
+                "created_at": self.created.get(batch_id, datetime.datetime(2026, 12, 1, tzinfo=datetime.UTC)).isoformat(),
+                "expires_at": "2099-12-02T00:00:00Z",
                 "ended_at": "2026-12-01T00:01:00Z" if status == "ended" else None,
                 "archived_at": None, "cancel_initiated_at": None,
                 "request_counts": {"processing": 0 if status == "ended" else n, "succeeded": n if status == "ended" else 0,

@@ -213,6 +213,78 @@ def test_a_left_batch_is_cancelled_by_command_and_what_it_did_is_kept(server, tm
     assert ledgers(tmp_path)[0].in_flight() == []
 
 
+# --- a batch whose id never came back, a left batch under other settings, a batch the API forgot ----
+def test_a_create_whose_answer_is_lost_is_not_retried_and_a_rerun_adopts_the_batch_it_made(server, tmp_path, clean_gate):
+    """The create was processed (the batch exists, billed) but its answer came after the client's
+    timeout: no automatic retry buys a second batch, the pending journal stays, and the rerun
+    finds the batch by its size, time and custom ids, reads it, and pays for nothing twice."""
+    server.fault("late", BATCHES, seconds=3)
+    lines = []
+    first = gate(tmp_path, log=lines.append, **{"llm.timeout_s": 1})
+    assert first["incomplete"] and "message batch not created" in first["incomplete"]
+    assert len(server.requests_to(BATCHES)) == 1 and server.creates == 1  # one create, never retried
+    (pending,) = (tmp_path / "work" / "llm-batches").glob("pending-*.json")
+    assert json.loads(pending.read_text())["marker"]
+    ids = {json.loads(b)["requests"][0]["custom_id"].split("-")[0] for b in server.bodies[BATCHES]}
+    assert len(ids) == 1  # every custom id carries the run's marker
+    time.sleep(3)  # the late answer has gone to a closed socket
+    lines.clear()
+    again = gate(tmp_path, log=lines.append)
+    assert any("adopting message batch msgbatch_1" in line for line in lines), lines
+    assert again["sets"] == clean_gate[0]["sets"] and again["usage"] == clean_gate[0]["usage"]
+    assert server.creates == clean_gate[1].creates == 2  # the adopted one, and the confirmations' batch
+    assert server.billed_requests() == clean_gate[1].billed_requests()
+    assert ledger_total(tmp_path) == pytest.approx(server.billed_usd(prices(tmp_path)), abs=1e-6)
+    assert ledgers(tmp_path)[0].in_flight() == [] and not list((tmp_path / "work" / "llm-batches").glob("pending-*"))
+
+
+def test_a_create_that_never_reached_the_api_releases_its_requests_on_the_rerun(server, tmp_path, clean_gate):
+    server.fault("refuse", BATCHES)
+    first = gate(tmp_path, **{"llm.max_retries": 0})
+    assert first["incomplete"] and server.creates == 0
+    assert len(list((tmp_path / "work" / "llm-batches").glob("pending-*.json"))) == 1  # kept through the error
+    lines = []
+    again = gate(tmp_path, log=lines.append)
+    assert any("none was made" in line for line in lines), lines
+    assert again["sets"] == clean_gate[0]["sets"] and server.billed_requests() == clean_gate[1].billed_requests()
+    assert ledgers(tmp_path)[0].in_flight() == []  # nothing left committed at its worst case
+    assert ledger_total(tmp_path) == pytest.approx(server.billed_usd(prices(tmp_path)), abs=1e-6)
+
+
+def test_a_left_batch_is_collected_by_a_rerun_with_batches_off_and_nothing_is_bought_twice(server, tmp_path, clean_gate):
+    server.fault("500", BATCHES + "/", method="GET", times=6 * 3)  # the first batch is left, billed, unread
+    left = gate(tmp_path)
+    assert left["incomplete"] and "msgbatch_1 left in progress" in left["incomplete"]
+    lines = []
+    plain = update_gate.run_suite(MODEL, make_settings(tmp_path, **{"llm.batches": False, "llm.batch_poll_s": 0.01}),
+                                  samples=1, yes=True, log=lines.append)
+    assert any("resuming message batch msgbatch_1" in line for line in lines)
+    assert plain["sets"] == clean_gate[0]["sets"]
+    # every request the left batch answered was read from it; only what it did not hold (the
+    # confirmations) went out alone: as many bills as the clean run's, not the batch's again
+    batched = [b for b in server.billed if b["batched"]]
+    assert len(batched) == 178 and len(server.billed) == len(clean_gate[1].billed) == 221
+    assert BatchJournal(tmp_path / "work" / "llm-batches").open_records() == []
+    assert ledger_total(tmp_path) == pytest.approx(server.billed_usd(prices(tmp_path)), abs=1e-6)
+
+
+def test_a_batch_the_api_no_longer_knows_goes_back_to_the_queue_and_the_report_names_it(server, tmp_path, clean_gate):
+    server.fault("500", BATCHES + "/", method="GET", times=6 * 3)
+    gate(tmp_path)
+    server.faults.clear()
+    server.api.gone.add("msgbatch_1")
+    started = time.monotonic()
+    again = gate(tmp_path)
+    assert time.monotonic() - started < 30
+    assert not again["incomplete"] and again["sets"] == clean_gate[0]["sets"]
+    (gone,) = again["spend"]["batches"]
+    assert gone["batch"] == "msgbatch_1" and "404" in gone["why"] and gone["requests_requeued"] == 178
+    assert BatchJournal(tmp_path / "work" / "llm-batches").find("msgbatch_1")["state"] == "gone"
+    # its requests were sent again; what the forgotten batch may have cost stays counted at its worst case
+    assert server.creates == 3 and again["spend"]["ledger"]["lost_replies"] == 178
+    assert ledgers(tmp_path)[0].in_flight() == []
+
+
 # --- the batch path under the ceiling ----------------------------------------------------------------
 def test_a_batch_whose_summed_worst_case_would_pass_the_ceiling_is_cut_before_it_is_sent(server, tmp_path):
     ceiling = 0.5

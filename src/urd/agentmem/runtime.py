@@ -94,7 +94,8 @@ def build_llm(
                max_retry_tokens=llm_cfg.get("max_retry_tokens"),
                ledger=SpendLedger(ledger_path(settings, *ledger)) if ledger and is_live(routes) else None,
                run=run_fingerprint(settings, routes, ledger),
-               batches=BatchJournal(settings.work_dir / BATCH_DIR), replay=bool(llm_cfg["replay_cache"]), log=log)
+               batches=BatchJournal(settings.work_dir / BATCH_DIR), replay=bool(llm_cfg["replay_cache"]),
+               poll_s=float(llm_cfg["batch_poll_s"]), log=log)
 
 
 def still_to_spend(settings: Settings, routes: Routes, targets: list[tuple[str, ...]], estimate: Estimate,
@@ -133,9 +134,17 @@ def batch_llm(settings: Settings, record: Mapping, http_client=None) -> LLM:
                batches=BatchJournal(settings.work_dir / BATCH_DIR))
 
 
+# How calls travel, not what they ask: a rerun that changes these is the same run (a kill, then a
+# rerun with a longer timeout or with batches off, still owns what the first process paid for).
+TRANSPORT = ("timeout_s", "max_retries", "batch_poll_s", "batches")
+
+
 def run_fingerprint(settings: Settings, routes: Routes, target: tuple[str, ...]) -> str:
-    """What makes two runs of a target the same run: the settings (its ceilings aside) and routes."""
+    """What makes two runs of a target the same run: the settings (its ceilings and how calls
+    travel aside) and routes."""
     same = {k: v for k, v in settings.raw.items() if k != "spend"}
+    if isinstance(same.get("llm"), dict):
+        same["llm"] = {k: v for k, v in same["llm"].items() if k not in TRANSPORT}
     return sha256_bytes(canonical_json([same, routes.as_dict(), list(target)]).encode())[:16]
 
 

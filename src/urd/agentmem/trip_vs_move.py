@@ -145,6 +145,8 @@ def run_store(
     }
     if is_live(routes):  # the run's spend ledger (a scripted run spends nothing and keeps none)
         out["ledger"] = llm.ledger.summary()
+    if llm.batch_events:  # batches an earlier process left, and what became of each
+        out["batches"] = llm.batch_events
     return out
 
 

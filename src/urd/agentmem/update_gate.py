@@ -173,6 +173,7 @@ def run_suite(
             "replayed_usd": round(meter.replayed_usd, 6),
             "ceiling_usd": ceiling,
             **({"ledger": llm.ledger.summary()} if is_live(routes) else {}),
+            **({"batches": llm.batch_events} if llm.batch_events else {}),
         },
         "prices": settings.prices.as_dict(),
         "remarks": []

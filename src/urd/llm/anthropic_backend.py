@@ -188,11 +188,27 @@ class AnthropicBackend:
 
     # --- Message Batches: the client keeps the journal; these are the API's four verbs -----------
     def create_batch(self, items: list[tuple[str, str, Request]]) -> str:
-        """Send ``(custom_id, model, request)`` items as one Message Batch; returns its id."""
-        batch = self._client.messages.batches.create(
+        """Send ``(custom_id, model, request)`` items as one Message Batch; returns its id. Never
+        retried by the SDK: a create whose answer was lost may have made a batch, and a retry
+        would buy a second one (the client adopts the first on a rerun instead)."""
+        batch = self._client.with_options(max_retries=0).messages.batches.create(
             requests=[{"custom_id": cid, "params": self._params(m, r)} for cid, m, r in items]
         )
         return batch.id
+
+    def list_batches(self, limit: int = 100) -> list[dict]:
+        """The most recent batches of the key's workspace: id, created_at (aware datetime),
+        processing_status and how many requests each holds."""
+        out = []
+        for b in self._client.messages.batches.list(limit=limit).data:
+            c = b.request_counts
+            out.append({"id": b.id, "created_at": b.created_at, "processing_status": b.processing_status,
+                        "requests": c.processing + c.succeeded + c.errored + c.canceled + c.expired})
+        return out
+
+    def batch_custom_ids(self, batch_id: str) -> set[str]:
+        """The custom ids an ended batch's results carry (reading results costs nothing)."""
+        return {r.custom_id for r in self._client.messages.batches.results(batch_id)}
 
     def batch_status(self, batch_id: str) -> str:
         return self._client.messages.batches.retrieve(batch_id).processing_status
@@ -216,6 +232,11 @@ class AnthropicBackend:
 # The errors a batch verb can meet on the wire, after the SDK's own retries (a results stream cut
 # short surfaces as the transport's own error, mid-iteration).
 WIRE_ERRORS = (anthropic.APIStatusError, anthropic.APIConnectionError, httpx2.TransportError)
+
+
+def not_found(exc: BaseException) -> bool:
+    """The API answered that it does not know the thing asked about (HTTP 404)."""
+    return isinstance(exc, anthropic.NotFoundError)
 
 
 def _completion(request: Request, model: str, message) -> Completion:

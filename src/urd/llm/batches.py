@@ -9,6 +9,7 @@ keeps its requests whole, so the batch can be resumed or cancelled without the s
 
 from __future__ import annotations
 
+import datetime
 import json
 import uuid
 from pathlib import Path
@@ -24,11 +25,15 @@ class BatchJournal:
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
 
-    def pending(self, ledger: Path, items: dict[str, dict]) -> Path:
-        """Written before the batch is created: if the process dies before the id comes back, the
-        batch may exist; this file says so (its sends stay in the ledger at their worst case)."""
+    def pending(self, ledger: Path, items: dict[str, dict], marker: str = "") -> Path:
+        """Written before the batch is created: if the process dies before the id comes back (or
+        the create's answer is lost), the batch may exist; this file says so, with when (a batch
+        made after it, of its size, carrying its custom ids, is adopted) and the custom ids'
+        marker. Its sends stay in the ledger at their worst case until then."""
         path = self.root / f"pending-{uuid.uuid4().hex[:12]}.json"
-        atomic_write_json(path, {"id": None, "state": "pending", "ledger": str(ledger), "items": items})
+        now = datetime.datetime.now(datetime.UTC).isoformat()
+        atomic_write_json(path, {"id": None, "state": "pending", "ledger": str(ledger), "items": items,
+                                 "created_after": now, "marker": marker})
         return path
 
     def created(self, pending: Path, batch_id: str) -> dict:

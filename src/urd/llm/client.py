@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -87,6 +88,7 @@ class LLM:
         batches: BatchJournal | None = None,
         poll_retries: int = 5,
         replay: bool = True,
+        poll_s: float = 30.0,
         log: Callable[[str], None] = lambda line: None,
     ) -> None:
         self.routes, self.backends, self.prices = routes, backends, prices
@@ -100,6 +102,11 @@ class LLM:
         self.replay = replay
         self._prefetched: dict[tuple[str, str], object] = {}  # (model, cache key) -> Completion
         self._counted: set[str] = set()  # keys this process has counted as the target's spend
+        self.poll_s = poll_s
+        self._left_collected = False
+        # batches whose results can never be read (the API no longer knows them), for the report:
+        # a resumed or adopted batch is read as if never left, so the report stays the run's own
+        self.batch_events: list[dict] = []
 
     @property
     def committed_usd(self) -> float:
@@ -107,6 +114,7 @@ class LLM:
         return self.ledger.committed_usd
 
     def ask(self, request: Request) -> str:
+        self.collect_left()
         completion = self._ask_once(request)
         if not completion.truncated:
             return completion.text
@@ -129,9 +137,7 @@ class LLM:
         resumed first. Requests the cache holds, scripted ones, and any that would take the
         committed spend past the ceiling at their worst case are left to ``ask``. Returns how many
         went in a new batch."""
-        if self.batches is not None and self.ledger.path is not None:  # only this target's batches
-            for record in self.batches.open_records(self.ledger.path):
-                self._resume(record, poll_s)
+        self.collect_left(poll_s)
         todo, worst = [], 0.0
         for r in dict.fromkeys(requests):
             model = self.routes.model_for(r.purpose)
@@ -152,15 +158,15 @@ class LLM:
         items = {}
         for model, r, cost in todo:
             key = r.cache_key(model)
-            items[key] = {"send": self.ledger.send(self.run, key, r.purpose, model, cost, batch="pending"),
-                          "request": r.identity(model)}
+            items[self.custom_id(key)] = {"send": self.ledger.send(self.run, key, r.purpose, model, cost, batch="pending"),
+                                          "request": r.identity(model), "key": key}
         first = todo[0][1].purpose, todo[0][0]
-        sending = [(r.cache_key(model), model, r) for model, r, _ in todo]
+        sending = [(self.custom_id(r.cache_key(model)), model, r) for model, r, _ in todo]
         if self.batches is None:  # no journal (no work folder): the batch lives as long as this process
             record = {"id": None, "state": "pending", "items": items, "journal": "(none)"}
             record["id"] = self._create(backend, sending, items, first, lambda: None)
         else:
-            pending = self.batches.pending(self.ledger.path or Path("-"), items)
+            pending = self.batches.pending(self.ledger.path or Path("-"), items, marker=self.marker)
             batch_id = self._create(backend, sending, items, first, pending.unlink)
             record = {**self.batches.created(pending, batch_id), "journal": str(self.batches.path(batch_id))}
         self.log(f"message batch {record['id']}: {len(items)} requests sent")
@@ -177,15 +183,73 @@ class LLM:
                 forget()
             raise CallFailed(*first, f"message batch not created: {type(exc).__name__}") from None
 
-    def _resume(self, record: dict, poll_s: float) -> None:
-        if record["id"] is None:
-            self.log(f"a message batch may have been created by a process that died before its id came back "
-                     f"(journal {record['journal']}); its requests count at their worst case in the ledger")
+    @property
+    def marker(self) -> str:
+        """What every custom_id of this target's run starts with (its fingerprint's head): a batch
+        whose id never came back is told apart from any other by it."""
+        return (self.run or "urd")[:12]
+
+    def custom_id(self, key: str) -> str:
+        return f"{self.marker}-{key[:51]}"  # the API's limit: 64 characters
+
+    def collect_left(self, poll_s: float | None = None) -> None:
+        """Before this process asks anything: every batch an earlier process of this target left
+        (journalled, or whose id never came back) is read to its end and settled, whatever this
+        run's settings (batches on or off), so nothing it answered is bought again."""
+        if self._left_collected or self.batches is None or self.ledger.path is None:
             return
-        self.log(f"resuming message batch {record['id']}, left by an earlier process (journal {record['journal']})")
+        self._left_collected = True
+        for record in self.batches.open_records(self.ledger.path):
+            self._resume(record, self.poll_s if poll_s is None else poll_s)
+
+    def _resume(self, record: dict, poll_s: float) -> None:
         _, request = next(iter(BatchJournal.requests(record).values()))
         model = next(iter(record["items"].values()))["request"]["model"]
-        self._collect(self.backends.for_model(model, request.purpose), record, poll_s)
+        backend = self.backends.for_model(model, request.purpose)
+        if record["id"] is None:
+            self._adopt(backend, record, poll_s)
+            return
+        self.log(f"resuming message batch {record['id']}, left by an earlier process (journal {record['journal']})")
+        self._collect(backend, record, poll_s)
+
+    def _adopt(self, backend, record: dict, poll_s: float) -> None:
+        """A journal whose batch id never came back (the create's answer was lost, or the process
+        died waiting for it): the batch may exist. Among the workspace's recent batches, one made
+        since the journal was written, of its size, whose results carry exactly its custom ids is
+        adopted and read; if none can, no batch was made, and the requests go back to the queue."""
+        ours = set(record["items"])
+        model, request = next(iter(BatchJournal.requests(record).values()))
+        since = _instant(record.get("created_after"))
+        try:
+            listed = backend.list_batches()
+        except _wire_errors() as exc:
+            raise CallFailed(request.purpose, model, f"listing message batches to find the one journal "
+                                                     f"{record['journal']} sent: {type(exc).__name__}") from None
+        fits = sorted((b for b in listed if b["requests"] == len(ours)
+                       and (since is None or b["created_at"] >= since - ADOPT_SLACK)), key=lambda b: b["created_at"])
+        for b in fits:
+            self._until_ended(backend, b["id"], record["journal"], request.purpose, model, poll_s)
+            try:
+                carried = backend.batch_custom_ids(b["id"])
+            except _wire_errors() as exc:
+                raise BatchLeft(request.purpose, model, b["id"], record["journal"], type(exc).__name__) from None
+            if carried != ours:
+                continue
+            self.log(f"adopting message batch {b['id']}: it carries the requests of journal {record['journal']}, "
+                     "whose create never returned an id")
+            adopted = {**self.batches.created(Path(record["journal"]), b["id"]), "journal": str(self.batches.path(b["id"]))}
+            self._collect(backend, adopted, poll_s)
+            return
+        full = len(listed) >= ADOPT_LISTED and since is not None and min(b["created_at"] for b in listed) > since
+        if full:  # more batches were made since than one page shows: it may be further back
+            raise CallFailed(request.purpose, model, f"journal {record['journal']}: its batch may be among more than "
+                                                     f"{ADOPT_LISTED} made since; left for a later rerun")
+        for item in record["items"].values():
+            if not self.ledger.settled(item["send"]):
+                self.ledger.settle(item["send"], [])
+        Path(record["journal"]).unlink()
+        self.log(f"no message batch carries the requests of journal {record['journal']}: none was made, and they "
+                 "go back to the queue")
 
     def cancel(self, record: dict, *, poll_s: float) -> None:
         """Cancel the journalled batch ``record`` and read what it had already done (billed, so
@@ -212,7 +276,7 @@ class LLM:
             if not self.ledger.settled(item["send"]):
                 self.ledger.settle(item["send"], [])
                 self.meter.failed[items[cid][1].purpose] += 1
-        if self.batches is not None:
+        if self.batches is not None and record.get("state") != "gone":
             self.batches.close(record, closing)
 
     def _poll(self, backend, record: dict, poll_s: float) -> None:
@@ -220,21 +284,66 @@ class LLM:
         model, first = next(iter(items.values()))
         failures = 0
         while True:
+            if not self._until_ended(backend, record["id"], record["journal"], first.purpose, model, poll_s):
+                self._gone(record, items)
+                return
             try:
-                if backend.batch_status(record["id"]) == "ended":
-                    for cid, got in backend.batch_results(record["id"], items):
-                        self._settle_item(record, items, cid, got)
-                    break
-                failures = 0  # only failures in a row leave the batch
-                time.sleep(poll_s)
+                for cid, got in backend.batch_results(record["id"], items):
+                    self._settle_item(record, items, cid, got)
+                return
             except _wire_errors() as exc:
                 failures += 1
                 if failures > self.poll_retries:
                     raise BatchLeft(first.purpose, model, record["id"], record["journal"], type(exc).__name__) from None
                 time.sleep(min(poll_s * 2 ** (failures - 1), 300.0))
 
+    def _until_ended(self, backend, batch_id: str, journal: str, purpose: str, model: str, poll_s: float) -> bool:
+        """Poll a batch until it has ended (True), or until the API has twice in a row said it does not
+        know it (False). A poll that fails is retried with backoff; after ``poll_retries`` failures in
+        a row the batch is left for a rerun (:class:`BatchLeft`)."""
+        from .anthropic_backend import not_found
+
+        failures = unknown = 0
+        while True:
+            try:
+                if backend.batch_status(batch_id) == "ended":
+                    return True
+                failures = unknown = 0  # only failures in a row leave the batch
+                time.sleep(poll_s)
+            except _wire_errors() as exc:
+                if not_found(exc):
+                    unknown += 1
+                    if unknown >= 2:  # confirmed: asked again after a pause, still unknown
+                        return False
+                    time.sleep(min(poll_s, 5.0))
+                    continue
+                failures += 1
+                if failures > self.poll_retries:
+                    raise BatchLeft(purpose, model, batch_id, journal, type(exc).__name__) from None
+                time.sleep(min(poll_s * 2 ** (failures - 1), 300.0))
+
+    def _gone(self, record: dict, items: dict) -> None:
+        """The API does not know the batch (404, twice): its results can never be read. What it
+        may have cost stays counted at each request's worst case (an unknown outcome, as a reply
+        lost on the wire), and the requests go back to the queue: asked again when needed."""
+        unread = [cid for cid, item in record["items"].items() if not self.ledger.settled(item["send"])]
+        worst = 0.0
+        for cid in unread:
+            model = items[cid][0]
+            cost = self.ledger.worst_usd(record["items"][cid]["send"])
+            worst += cost
+            self.ledger.settle(record["items"][cid]["send"], [Bill("lost", cost, model, batched=True)])
+        why = "the API does not know it (HTTP 404, asked twice)"
+        self.log(f"message batch {record['id']}: {why}; its {len(unread)} unread requests stay counted at their "
+                 f"worst case (US${worst:.4f}) and go back to the queue")
+        self.batch_events.append({"batch": record["id"], "journal": record["journal"], "event": "unknown to the API",
+                                  "why": why, "requests_requeued": len(unread), "counted_at_worst_usd": round(worst, 6)})
+        if self.batches is not None:
+            self.batches.close(record, "gone")
+
     def _settle_item(self, record: dict, items: dict, cid: str, got) -> None:
         send = record["items"][cid]["send"]
+        key = record["items"][cid].get("key", cid)  # journals before custom ids were marked: the key itself
         if self.ledger.settled(send):  # read by an earlier process
             return
         model, request = items[cid]
@@ -252,7 +361,7 @@ class LLM:
         failpoint("llm.settled")
         if self.cache is not None:
             self.cache.put(model, request, got)
-        self._prefetched[(model, cid)] = got
+        self._prefetched[(model, key)] = got
 
     def peek(self, request: Request) -> str | None:
         """The reply a prefetch (or the cache) holds for ``request``, without asking or metering."""
@@ -372,6 +481,16 @@ class LLM:
         # A leak to an unpriced model is priced at the pinned model's rate; the run is
         # invalid anyway, and its spend must still count against the ceiling.
         return self.prices.cost(answered if self.prices.has(answered) else pinned, usage)
+
+
+# Adoption: a batch made up to this long before its journal's clock said (clocks differ), among
+# the newest this many the workspace lists.
+ADOPT_SLACK = datetime.timedelta(minutes=10)
+ADOPT_LISTED = 100
+
+
+def _instant(text: str | None) -> datetime.datetime | None:
+    return None if text is None else datetime.datetime.fromisoformat(text)
 
 
 def _wire_errors() -> tuple[type[BaseException], ...]:  # the SDK is imported only when a call is live

@@ -120,6 +120,10 @@ class SpendLedger:
         """What the target has spent or may have spent: billed, plus in-flight calls at worst case."""
         return self.billed_usd + sum(s["worst_usd"] for s in self.in_flight())
 
+    def worst_usd(self, send_id: str) -> float:
+        """The worst case a send was written down at."""
+        return float(self._sends[send_id]["worst_usd"])
+
     def settled(self, send_id: str) -> bool:
         return send_id in self._settled
 
