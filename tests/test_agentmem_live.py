@@ -215,7 +215,9 @@ def test_with_the_replay_cache_off_a_rerun_asks_the_api_again(tmp_path, key):
     assert sent > 0 and first["spend"]["replayed_usd"] == 0
     again = run(tmp_path, api, **{"llm.replay_cache": False})
     assert len(api.requests) == 2 * sent  # the ledger's paid replies are not replayed: every request sent
-    assert again["spend"]["replayed_usd"] == 0 and again["spend"]["measured_usd"] == pytest.approx(
+    assert again["spend"]["replayed_usd"] == 0 and again["spend"]["used_usd"] == pytest.approx(
         first["spend"]["measured_usd"])
+    # the same run, billed twice: what it was billed says so
+    assert again["spend"]["measured_usd"] == pytest.approx(2 * first["spend"]["measured_usd"])
     on = run(tmp_path, api)  # with it on, the ledger's replies answer (the cache was never written)
     assert len(api.requests) == 2 * sent and on["spend"]["measured_usd"] == 0

@@ -74,6 +74,19 @@ def test_429_with_retry_after_529_500_and_a_hang_up_are_retried_counted_and_bill
     assert sum(server.billed_requests().values()) == sum(r["usage"]["calls"] for r in report["runs"])
 
 
+def test_a_reply_paid_twice_on_the_wire_is_in_the_reports_measured_spend(server, tmp_path):
+    """A reply cut mid-body was billed and is asked again: the report's measured_usd is what the
+    run was billed (the lost reply at its worst case, and the answer), not only the replies used."""
+    clean = trip(tmp_path / "clean")
+    server.billed.clear()
+    server.fault("reset")
+    report = trip(tmp_path)
+    spend = report["spend"]
+    assert spend["used_usd"] == pytest.approx(clean["spend"]["measured_usd"], abs=1e-6)
+    assert spend["measured_usd"] == pytest.approx(spend["ledger_usd"], abs=1e-6)
+    assert spend["measured_usd"] >= server.billed_usd(prices(tmp_path)) > spend["used_usd"]
+
+
 def test_after_the_sdk_gives_up_the_run_is_incomplete_with_one_line_and_nothing_billed(server, tmp_path):
     server.fault("529", times=50)
     report = trip(tmp_path)

@@ -144,7 +144,7 @@ def run_store(
         "usage": meter.summary(),
     }
     if is_live(routes):  # the run's spend ledger (a scripted run spends nothing and keeps none)
-        out["ledger"] = llm.ledger.summary()
+        out["ledger"] = {**llm.ledger.summary(), "billed_usd_this_run": round(llm.ledger.billed_usd_for(llm.run), 6)}
     if llm.batch_events:  # batches an earlier process left, and what became of each
         out["batches"] = llm.batch_events
     return out
@@ -267,7 +267,11 @@ def run_suite(
         "verdict": verdict(done, mixed=routes.mixed),
         "spend": {
             "estimate": est.as_dict(),
-            "measured_usd": round(sum(r["usage"]["spent_usd"] for r in done), 6),
+            # what the runs were billed, repeats and replies never used included (live); the
+            # replies the numbers rest on are used_usd
+            "measured_usd": round(sum(r["ledger"]["billed_usd_this_run"] if "ledger" in r else r["usage"]["spent_usd"]
+                                      for r in done), 6),
+            "used_usd": round(sum(r["usage"]["spent_usd"] for r in done), 6),
             "replayed_usd": round(sum(r["usage"]["replayed_usd"] for r in done), 6),
             "ceiling_usd_per_run": ceiling,
             **({"ledger_usd": round(sum(r["ledger"]["billed_usd"] for r in done), 6)} if is_live(routes) else {}),

@@ -169,7 +169,10 @@ def run_suite(
         "usage": meter.summary(),
         "spend": {
             "estimate": est.as_dict(),
-            "measured_usd": round(meter.spent_usd, 6),
+            # what the run was billed, repeats and batch items never used included (live); the
+            # replies the numbers rest on are used_usd
+            "measured_usd": round(llm.ledger.billed_usd_for(llm.run) if is_live(routes) else meter.spent_usd, 6),
+            "used_usd": round(meter.spent_usd, 6),
             "replayed_usd": round(meter.replayed_usd, 6),
             "ceiling_usd": ceiling,
             **({"ledger": llm.ledger.summary()} if is_live(routes) else {}),

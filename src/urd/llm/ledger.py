@@ -111,6 +111,12 @@ class SpendLedger:
         return sum(b["cost_usd"] for i, bills in self._settled.items() if self._sends[i]["run"] == run
                    for b in bills if b["kind"] == "answered")
 
+    def billed_usd_for(self, run: str) -> float:
+        """Everything the runs with fingerprint ``run`` were billed: the replies they used, and the
+        ones paid for and never used (lost on the wire and asked again, failed, batch items a run
+        stopped before reading into its numbers)."""
+        return sum(b["cost_usd"] for i, bills in self._settled.items() if self._sends[i]["run"] == run for b in bills)
+
     def in_flight(self) -> list[dict]:
         """Calls sent and never settled: by a process that died (or this one, mid-call)."""
         return [s for i, s in self._sends.items() if i not in self._settled]
