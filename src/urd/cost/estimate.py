@@ -68,10 +68,9 @@ def step_ms(speed: dict, rows: int) -> float:
     pts = [(1, speed["decode_ms_per_token"]), *sorted((int(r), float(ms)) for r, ms in speed.get("step_ms", ()))]
     if len(pts) == 1:
         return pts[0][1] + (rows - 1) * 1000 / speed["batch_tokens_per_s"]
-    for (r0, m0), (r1, m1) in itertools.pairwise(pts):
-        if rows <= r1 or (r1, m1) == pts[-1]:
-            return max(pts[0][1], m0 + (rows - r0) * (m1 - m0) / (r1 - r0))
-    raise AssertionError("unreachable")
+    segments = list(itertools.pairwise(pts))
+    (r0, m0), (r1, m1) = next((seg for seg in segments if rows <= seg[1][0]), segments[-1])
+    return max(pts[0][1], m0 + (rows - r0) * (m1 - m0) / (r1 - r0))
 
 
 def lockstep(lengths) -> dict:

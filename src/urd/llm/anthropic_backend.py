@@ -196,7 +196,7 @@ class AnthropicBackend:
         )
         return batch.id
 
-    def list_batches(self, limit: int = 100) -> list[dict]:
+    def list_batches(self, limit: int) -> list[dict]:
         """The most recent batches of the key's workspace: id, created_at (aware datetime),
         processing_status and how many requests each holds."""
         out = []

@@ -203,8 +203,7 @@ class LLM:
             self._resume(record, self.poll_s if poll_s is None else poll_s)
 
     def _resume(self, record: dict, poll_s: float) -> None:
-        _, request = next(iter(BatchJournal.requests(record).values()))
-        model = next(iter(record["items"].values()))["request"]["model"]
+        model, request = next(iter(BatchJournal.requests(record).values()))
         backend = self.backends.for_model(model, request.purpose)
         if record["id"] is None:
             self._adopt(backend, record, poll_s)
@@ -221,14 +220,15 @@ class LLM:
         model, request = next(iter(BatchJournal.requests(record).values()))
         since = _instant(record.get("created_after"))
         try:
-            listed = backend.list_batches()
+            listed = backend.list_batches(ADOPT_LISTED)
         except _wire_errors() as exc:
             raise CallFailed(request.purpose, model, f"listing message batches to find the one journal "
                                                      f"{record['journal']} sent: {type(exc).__name__}") from None
         fits = sorted((b for b in listed if b["requests"] == len(ours)
                        and (since is None or b["created_at"] >= since - ADOPT_SLACK)), key=lambda b: b["created_at"])
         for b in fits:
-            self._until_ended(backend, b["id"], record["journal"], request.purpose, model, poll_s)
+            if not self._until_ended(backend, b["id"], record["journal"], request.purpose, model, poll_s):
+                continue  # gone since it was listed: not one to adopt
             try:
                 carried = backend.batch_custom_ids(b["id"])
             except _wire_errors() as exc:
