@@ -4,6 +4,7 @@ run that resumes to those bytes, budgets refused before training, and the check 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -169,6 +170,119 @@ def test_the_code_length_grows_with_the_pairs_and_the_default_trains_the_publish
     for bad in (0, 13, 2.5):
         with pytest.raises(InputError, match="value_min"):
             plan.settings_of({"value_min": bad})
+
+
+def test_the_gated_levels_climb_one_step_at_a_time_from_the_start_to_the_published_task():
+    for raw in ({"value_min": 2, "gate": 0.5}, {"pairs_min": 9, "value_min": 11, "gate": 0.5}, {}):
+        lv = plan.levels(plan.settings_of(raw))
+        s = plan.settings_of(raw)
+        assert lv[0] == (s["pairs_min"], s["value_min"]) and lv[-1] == (64, 12)
+        for (p0, c0), (p1, c1) in itertools.pairwise(lv):
+            assert (p1 > p0 and c1 == c0) or (c1 > c0 and p1 == p0), (lv, p0, c0)
+    assert plan.levels(plan.settings_of({"value_min": 2, "gate": 0.5}))[:3] == [(4, 2), (4, 4), (6, 4)]
+    for bad in ({"gate": 1}, {"gate": -0.1}, {"gate": 0.5, "t1_per_step": 0}, {"gate": 0.5, "gate_window": 0}):
+        with pytest.raises(InputError, match="gate"):
+            plan.settings_of(bad)
+
+
+def test_a_gated_step_draws_every_t1_episode_at_its_level(cfg, evaluated):
+    ex, tok = S.Exclusions.of(evaluated), get_tokenizer()
+    tasks = {"t1": cfg["tasks"]["t1"], "t2": cfg["tasks"]["t2"]}
+    s = plan.settings_of({**SMALL, "value_min": 2, "gate": 0.5, "t1_per_step": 2})
+    data = Data(s, tasks, ex, tok)
+    data.level = 5
+    pairs, length = plan.levels(s)[5]
+    base = {**tasks["t1"], "value_length": length}
+    want = [S.sequence(tok, S.t1_episode(s["seed"], 7 * 2 + j, pairs, base, ex)) for j in range(2)]
+    assert [(ids, flags) for ids, flags, _ in data.step_with_replies(7, 0)[:2]] == want
+    assert data.cap(0) == pairs and data.code_length(10**12) == length  # the level, whatever the tokens
+
+
+def test_the_gate_passes_on_a_full_window_of_seen_key_replies_at_its_bar():
+    from urd.learn.train import Gate
+
+    g = Gate(0.5, 4)
+    seen, unseen = ("hot", range(10, 12)), ("unseen", range(20, 22))
+    g.observe([seen, unseen, ("cold", range(30, 31))], hits={10, 11, 20, 21})
+    assert g.rate() == 0.5 and not g.passed()  # the unseen reply is not recall; the window is not full
+    g.observe([seen, ("hot", range(40, 43))], hits={10, 11, 40, 42})  # 41 missed: the reply is wrong
+    assert g.recent == [True, False, True, False] and g.passed()
+    g.observe([("cold", range(50, 51))], hits=set())
+    assert g.rate() == 0.25 and not g.passed()  # the oldest left the window
+
+
+def test_reply_positions_predict_each_query_s_reply(cfg, evaluated):
+    ex, tok = S.Exclusions.of(evaluated), get_tokenizer()
+    ep = S.t1_episode(1, 5, 8, cfg["tasks"]["t1"], ex)
+    ids, flags, replies = S.sequence_with_replies(tok, ep)
+    assert (ids, flags) == S.sequence(tok, ep)
+    assert [k for k, _ in replies] == [q["kind"] for q in ep["queries"]]
+    for (_, at), q in zip(replies, ep["queries"]):
+        assert all(flags[p] for p in at)
+        assert tok.decode([ids[p + 1] for p in at]) == S.reply("t1", q)
+
+
+def test_hits_are_the_targets_the_head_ranks_first():
+    tok = get_tokenizer()
+    vocab = model.reply_vocab(tok)
+    net = model.Trainable(model.init_weights(5, 1, 64), vocab)
+    favourite = tok.encode(" NONE\n")[0]
+    with torch.no_grad():  # the constant channel's column: one token far above every other
+        net.net.z["head.weight"][:, net.pin] = 0.0
+        net.net.z["head.weight"][vocab.index(favourite), net.pin] = 50.0
+    other = next(i for i in vocab if i != favourite)
+    ids = [favourite, other, favourite, favourite, other, other]
+    flags = [True, True, True, False, True, False]
+    loss, k, hits = net.loss_and_hits(ids, flags)
+    assert k == 4 and hits == {1, 2} and float(loss.detach()) > 0  # positions 1 and 2 predict the favourite
+
+
+def test_a_gated_run_climbs_as_its_recall_passes_and_a_killed_run_resumes_at_its_level(tmp_path, cfg, spec,
+                                                                                     evaluated, monkeypatch):
+    """With every reply right (a model that recalls perfectly), the curriculum moves a level each
+    time the window fills; with none right it never moves. A run stopped midway resumes at its
+    level and gate window, to the uninterrupted run's bytes and record."""
+    from urd.learn import train as T
+
+    ex = S.Exclusions.of(evaluated)
+    tasks = {"t1": cfg["tasks"]["t1"], "t2": cfg["tasks"]["t2"]}
+    s = plan.settings_of({**SMALL, "value_min": 2, "gate": 0.5, "gate_window": 4, "t1_per_step": 2,
+                          "t2_per_step": 0, "tokens": 4000, "save_every": 2})
+    real = model.Trainable.loss_and_hits
+
+    def recalls(perfect):
+        def loss_and_hits(self, tokens, is_target):
+            loss, k, _ = real(self, tokens, is_target)
+            return loss, k, ({i for i, f in enumerate(is_target) if f} if perfect else set())
+        return loss_and_hits
+
+    monkeypatch.setattr(model.Trainable, "loss_and_hits", recalls(False))
+    flat = T.train(str(tmp_path / "flat.pth"), s, tasks, spec["decode"], ex)
+    assert flat["levels"] == [] and {e["t1_at_cap"]["code_length"] for e in flat["evals"]} == {2}
+
+    monkeypatch.setattr(model.Trainable, "loss_and_hits", recalls(True))
+    whole = T.train(str(tmp_path / "whole.pth"), s, tasks, spec["decode"], ex)
+    moved = [tuple(x["passed"]) for x in whole["levels"]]
+    assert moved == plan.levels(s)[:len(moved)] and len(moved) >= 3
+    assert all(x["rate"] == 1.0 for x in whole["levels"])
+
+    calls = {"n": 0}
+
+    def killed_at_step_5(self, replies, hits, _real=T.Gate.observe):
+        calls["n"] += 1
+        if calls["n"] == 5 * 2 + 1:
+            raise KeyboardInterrupt
+        _real(self, replies, hits)
+
+    monkeypatch.setattr(T.Gate, "observe", killed_at_step_5)
+    with pytest.raises(KeyboardInterrupt):
+        T.train(str(tmp_path / "b.pth"), s, tasks, spec["decode"], ex)
+    assert Path(str(tmp_path / "b.pth") + ".resume.pt").exists() and not (tmp_path / "b.pth").exists()
+    monkeypatch.undo()
+    monkeypatch.setattr(model.Trainable, "loss_and_hits", recalls(True))
+    again = T.train(str(tmp_path / "b.pth"), s, tasks, spec["decode"], ex)
+    assert again["levels"] == whole["levels"]
+    assert (tmp_path / "b.pth").read_bytes() == (tmp_path / "whole.pth").read_bytes()
 
 
 def test_a_short_code_is_judged_by_the_same_rule_at_its_length():

@@ -101,6 +101,11 @@ class Trainable:
     def loss(self, tokens: list[int], is_target: list[bool]) -> tuple[torch.Tensor, int]:
         """Summed cross-entropy of the targets (the token after each flagged position), over the
         cut head, and how many targets."""
+        loss, k, _ = self.loss_and_hits(tokens, is_target)
+        return loss, k
+
+    def loss_and_hits(self, tokens: list[int], is_target: list[bool]) -> tuple[torch.Tensor, int, set[int]]:
+        """`loss`, and the flagged positions whose target is the head's top token (greedy's pick)."""
         toks = torch.tensor(tokens, dtype=torch.long)
         pos = torch.tensor([i for i, f in enumerate(is_target) if f], dtype=torch.long)
         tgt = self.index[toks[pos + 1]]
@@ -109,7 +114,8 @@ class Trainable:
         pos, tgt = pos[tgt >= 0], tgt[tgt >= 0]
         h, _ = self.net.hidden(toks)
         logits = h[pos] @ self.net.z["head.weight"].t()
-        return torch.nn.functional.cross_entropy(logits, tgt, reduction="sum"), int(pos.numel())
+        hits = set(pos[logits.detach().argmax(dim=1) == tgt].tolist())
+        return torch.nn.functional.cross_entropy(logits, tgt, reduction="sum"), int(pos.numel()), hits
 
     def state_dict(self, released_rows: bool = False) -> dict[str, torch.Tensor]:
         """float32 training weights, full head (untrained rows at UNTRAINED_LOGIT). released_rows:

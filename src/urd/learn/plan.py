@@ -24,6 +24,7 @@ DEFAULTS = {
     "warmup_steps": 100, "grad_clip": 1.0, "t1_per_step": 1, "t2_per_step": 2, "pairs_min": 4, "ramp_tokens": 1_000_000,
     "eval_every": 200, "eval_episodes": 4, "save_every": 100, "threads": 1,
     "max_minutes": 240, "max_memory_mb": 4000, "tied_head": 0, "full_loss": 0, "value_min": 12,
+    "gate": 0, "gate_window": 100,
 }
 # One-thread training time a trained token: a fixed part (the interpreter, the WKV's chunk loop,
 # the data) and a part proportional to the blocks' weights. Measured on this project's 2-core
@@ -48,7 +49,7 @@ def settings_of(raw: dict, where: str = "settings") -> dict:
         if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
             raise InputError(where, k, "a non-negative number", v)
     for k in ("seed", "n_layer", "n_embd", "tokens", "t1_per_step", "t2_per_step", "pairs_min", "eval_every",
-              "eval_episodes", "save_every", "threads", "warmup_steps", "tied_head", "full_loss"):
+              "eval_episodes", "save_every", "threads", "warmup_steps", "tied_head", "full_loss", "gate_window"):
         if not isinstance(s[k], int):
             raise InputError(where, k, "an integer", s[k])
     if s["n_embd"] < 64 or s["n_embd"] % 64:
@@ -66,7 +67,28 @@ def settings_of(raw: dict, where: str = "settings") -> dict:
         raise InputError(where, "pairs_min", "between 4 and 64", s["pairs_min"])
     if not isinstance(s["value_min"], int) or not 1 <= s["value_min"] <= 12:
         raise InputError(where, "value_min", "an integer code length between 1 and the published 12", s["value_min"])
+    if not 0 <= s["gate"] < 1:
+        raise InputError(where, "gate", "a recall rate in [0, 1) (0: the curriculum follows ramp_tokens)", s["gate"])
+    if s["gate"] and (s["gate_window"] < 1 or not s["t1_per_step"]):
+        raise InputError(where, "gate_window/t1_per_step", "at least 1 each: the gate judges T1's replies",
+                         (s["gate_window"], s["t1_per_step"]))
     return s
+
+
+def levels(s: dict) -> list[tuple[int, int]]:
+    """The gated curriculum's (pairs, code length) points, easiest first: from (pairs_min,
+    value_min) the code grows by two characters, then the pairs by half, in turn, to (64, 12)."""
+    pairs, length, out = s["pairs_min"], s["value_min"], []
+    grow_code = True
+    while True:
+        out.append((pairs, length))
+        if (pairs, length) == (64, 12):
+            return out
+        if (grow_code and length < 12) or pairs == 64:
+            length = min(12, length + 2)
+        else:
+            pairs = min(64, max(pairs + 1, round(pairs * 1.5)))
+        grow_code = not grow_code
 
 
 def _weights(s: dict, blocks_only: bool) -> int:

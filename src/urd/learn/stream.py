@@ -122,15 +122,25 @@ def encode_spans(tokenizer, text: str, spans: list[tuple[int, int]]) -> tuple[li
 def sequence(tokenizer, ep: dict) -> tuple[list[int], list[bool]]:
     """One episode as a training sequence: token ids and, per position, whether the NEXT token
     is a target (the loss predicts token i+1 from position i)."""
+    ids, is_target, _ = sequence_with_replies(tokenizer, ep)
+    return ids, is_target
+
+
+def sequence_with_replies(tokenizer, ep: dict) -> tuple[list[int], list[bool], list[tuple[str, range]]]:
+    """`sequence`, and for each query its kind and the positions that predict its reply's tokens
+    (a reply is right, teacher-forced, when every one of them is: then greedy decoding gives it)."""
     spans = teaching_spans(ep) if ep["task"] == "t2" else repeat_spans(ep)
     ids, is_target = encode_spans(tokenizer, ep["transcript"], spans)
+    replies = []
     for q in ep["queries"]:
         p = tokenizer.encode(q["prompt"])
         r = tokenizer.encode(reply(ep["task"], q))
+        start = len(ids) + len(p)
+        replies.append((q["kind"], range(start - 1, start - 1 + len(r))))
         ids += p + r
         is_target += [False] * len(p) + [True] * len(r)
     # position i predicts token i+1: shift the flags left by one
-    return ids, is_target[1:] + [False]
+    return ids, is_target[1:] + [False], replies
 
 
 def overlap(train: list[dict], ex: Exclusions) -> dict[str, list]:

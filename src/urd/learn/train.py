@@ -4,6 +4,8 @@ One step is `t1_per_step` T1 episodes and `t2_per_step` T2 episodes of the train
 (`urd.learn.stream`), each a sequence from the zero state; the loss is the replies' cross-entropy.
 T1's pair count follows a curriculum: drawn uniformly from [pairs_min, cap], where the cap grows
 linearly from pairs_min to 64 over the first `ramp_tokens` trained tokens, then stays at 64.
+With `gate` set, the curriculum instead moves through `plan.levels` (pairs and code length) only
+when the share of T1's seen-key replies the model gets right at its level reaches `gate` (Gate).
 
 Every `eval_every` steps the weights are exported in the released format and loaded through the
 same path a benchmark job uses (`urd.backbone.adapter.Backbone`); the in-session control is run on
@@ -47,33 +49,47 @@ class Data:
 
     def __init__(self, s: dict, tasks: dict, ex: S.Exclusions, tokenizer):
         self.s, self.tasks, self.ex, self.tok = s, tasks, ex, tokenizer
+        # the gated curriculum's point (plan.levels); the trainer moves it (Gate)
+        self.levels, self.level = plan.levels(s), 0
 
     def _ramp(self, tokens_seen: int) -> float:
         s = self.s
         return min(1.0, tokens_seen / s["ramp_tokens"]) if s["ramp_tokens"] else 1.0
 
     def cap(self, tokens_seen: int) -> int:
+        if self.s["gate"]:
+            return self.levels[self.level][0]
         return round(self.s["pairs_min"] + self._ramp(tokens_seen) * (64 - self.s["pairs_min"]))
 
     def code_length(self, tokens_seen: int) -> int:
         """T1's code length: from value_min to the published length over the same ramp as the
-        pairs (copying a short code is learned long before a 12-character one)."""
+        pairs (copying a short code is learned long before a 12-character one), or at the gated
+        curriculum's level."""
         full = self.tasks["t1"]["value_length"]
+        if self.s["gate"]:
+            return self.levels[self.level][1] if self.levels[self.level][1] < 12 else full
         return round(self.s["value_min"] + self._ramp(tokens_seen) * (full - self.s["value_min"]))
 
     def t1_base(self, tokens_seen: int) -> dict:
         return {**self.tasks["t1"], "value_length": self.code_length(tokens_seen)}
 
     def step(self, step: int, tokens_seen: int) -> list[tuple[list[int], list[bool]]]:
+        return [(ids, flags) for ids, flags, _ in self.step_with_replies(step, tokens_seen)]
+
+    def step_with_replies(self, step: int, tokens_seen: int) -> list[tuple[list[int], list[bool], list]]:
+        """A step's sequences, each with its T1 queries' reply positions (S.sequence_with_replies;
+        none for T2). Gated, every T1 episode is at the level's pairs; else drawn up to the cap."""
         seed, cap, low = self.s["seed"], self.cap(tokens_seen), self.s["pairs_min"]
         n1 = self.s["t1_per_step"]  # T1 episodes are numbered step * n1 + j: one a step is index `step`
         base = self.t1_base(tokens_seen)
-        eps = [S.t1_episode(seed, step * n1 + j, low + Stream(S.FAMILY, seed, "pairs", step * n1 + j).below(cap - low + 1),
-                            base, self.ex) for j in range(n1)]
+        sizes = [cap if self.s["gate"] else low + Stream(S.FAMILY, seed, "pairs", step * n1 + j).below(cap - low + 1)
+                 for j in range(n1)]
+        eps = [S.t1_episode(seed, step * n1 + j, sizes[j], base, self.ex) for j in range(n1)]
         eps += [S.t2_episode(seed, step * 16 + j, self.tasks["t2"], self.ex) for j in range(self.s["t2_per_step"])]
-        seqs = [S.sequence(self.tok, ep) for ep in eps]
+        seqs = [S.sequence_with_replies(self.tok, ep) for ep in eps]
+        seqs = [(ids, flags, replies if ep["task"] == "t1" else []) for (ids, flags, replies), ep in zip(seqs, eps)]
         if self.s["full_loss"]:  # every next token a target, the transcript's too (none after the last)
-            seqs = [(ids, [True] * (len(ids) - 1) + [False]) for ids, _ in seqs]
+            seqs = [(ids, [True] * (len(ids) - 1) + [False], r) for ids, _, r in seqs]
         return seqs
 
     def vocab(self) -> list[int]:
@@ -105,6 +121,28 @@ class Data:
                                                  exclude=self.ex.keys, ids=f"heldout-t1-{idx}"))
             out["t2"].append(S.t2_episode(seed, idx, self.tasks["t2"], self.ex))
         return out
+
+
+class Gate:
+    """The gated curriculum's judge: the share of T1's seen-key replies right (teacher-forced,
+    every token greedy's pick, so greedy decoding gives the whole reply) over the last `window`
+    of them at the current level; at `bar` or above, the curriculum moves to its next level.
+    The replies are the step's own, judged before the step learns from them: fresh episodes,
+    so this is held-out recall at the level, measured for nothing."""
+
+    def __init__(self, bar: float, window: int):
+        self.bar, self.window, self.recent = bar, window, []
+
+    def observe(self, replies: list[tuple[str, range]], hits: set[int]) -> None:
+        for kind, positions in replies:
+            if kind != "unseen":
+                self.recent = (self.recent + [all(p in hits for p in positions)])[-self.window:]
+
+    def rate(self) -> float | None:
+        return sum(self.recent) / len(self.recent) if self.recent else None
+
+    def passed(self) -> bool:
+        return len(self.recent) == self.window and self.rate() >= self.bar
 
 
 def control_scores(checkpoint: str, episodes: dict[str, list[dict]], decode: dict, code_length: int = 12) -> dict:
@@ -167,7 +205,8 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
     params = net.parameters()
     opt = torch.optim.Adam(params, lr=s["lr"], betas=(0.9, 0.99), eps=1e-8)
     resume = Path(out + ".resume.pt")
-    record = {"settings": s, "curve": [], "evals": []}
+    record = {"settings": s, "curve": [], "evals": [], **({"levels": []} if s["gate"] else {})}
+    gate = Gate(float(s["gate"]), int(s["gate_window"]))
     step = tokens = 0
     spent = 0.0
     if resume.exists():
@@ -177,20 +216,29 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
         net.load_state_dict(ck["weights"])
         opt.load_state_dict(ck["optimizer"])
         step, tokens, spent, record = ck["step"], ck["tokens"], ck["seconds"], ck["record"]
+        data.level, gate.recent = ck.get("level", 0), ck.get("gate_recent", [])
         print(f"resumed at step {step} ({tokens:,} tokens)", file=log, flush=True)
     started = time.monotonic() - spent
     window = []
     while tokens < s["tokens"]:
-        seqs = data.step(step, tokens)
+        seqs = data.step_with_replies(step, tokens)
         for g in opt.param_groups:
             g["lr"] = _lr(s, step, tokens)
         opt.zero_grad(set_to_none=True)
         total, n = torch.zeros(()), 0
-        for ids, flags in seqs:
-            loss, k = net.loss(ids, flags)
+        for ids, flags, replies in seqs:
+            loss, k, hits = net.loss_and_hits(ids, flags)
             loss.backward()
             total, n = total + loss.detach(), n + k
             tokens += len(ids)
+            gate.observe(replies, hits)
+        if s["gate"] and gate.passed() and data.level + 1 < len(data.levels):
+            record["levels"].append({"step": step + 1, "tokens": tokens, "passed": list(data.levels[data.level]),
+                                     "rate": gate.rate()})
+            data.level, gate.recent = data.level + 1, []
+            pairs, length = data.levels[data.level]
+            print(f"step {step + 1}: T1 recall {record['levels'][-1]['rate']:.2f} over the last {gate.window} "
+                  f"replies; the curriculum moves to {pairs} pairs, {length}-character codes", file=log, flush=True)
         for p in params:
             if p.grad is not None:
                 p.grad.div_(max(1, n))
@@ -202,11 +250,13 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
         if step % 20 == 0:
             el = time.monotonic() - started
             rec = {"step": step, "tokens": tokens, "loss": sum(window) / len(window), "seconds": round(el, 1),
-                   "pairs_cap": data.cap(tokens)}
+                   "pairs_cap": data.cap(tokens),
+                   **({"code_length": data.code_length(tokens), "recall": gate.rate()} if s["gate"] else {})}
             record["curve"].append(rec)
             window = []
             left = el / tokens * (s["tokens"] - tokens)
-            print(f"step {step} tokens {tokens:,} loss {rec['loss']:.3f} cap {rec['pairs_cap']} "
+            gated = (f" codes {rec['code_length']}, recall {gate.rate():.2f}" if s["gate"] and gate.recent else "")
+            print(f"step {step} tokens {tokens:,} loss {rec['loss']:.3f} cap {rec['pairs_cap']}{gated} "
                   f"{tokens / el:,.0f} tok/s, {el / 60:.1f} min, ~{left / 60:.0f} min left", file=log, flush=True)
         if step % s["eval_every"] == 0 or tokens >= s["tokens"]:
             with tempfile.TemporaryDirectory() as d:
@@ -224,7 +274,8 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
                   f"{at_cap['score_A']:.3f}", file=log, flush=True)
         if step % s["save_every"] == 0 and tokens < s["tokens"]:
             buf = {"settings": s, "weights": net.state_dict(), "optimizer": opt.state_dict(), "step": step,
-                   "tokens": tokens, "seconds": time.monotonic() - started, "record": record}
+                   "tokens": tokens, "seconds": time.monotonic() - started, "record": record,
+                   "level": data.level, "gate_recent": gate.recent}
             tmp = resume.with_suffix(".tmp")
             torch.save(buf, tmp)
             os.replace(tmp, resume)
