@@ -93,8 +93,13 @@ def _ledger_blocks(node):
             yield from _ledger_blocks(v)
 
 
+def job_folder(tmp, suite: str):
+    """Where the command keeps the run's cache, journal and ledgers: its job's own work folder."""
+    return settings_mod.job_folder(tmp / "work", suite, {"case": "reader", "store": "reference", "model": MODEL})
+
+
 def ledgers(tmp) -> list[SpendLedger]:
-    return [SpendLedger(p) for p in sorted((tmp / "work" / "ledgers").rglob("*.jsonl"))]
+    return [SpendLedger(p) for p in sorted((tmp / "work").rglob("*.jsonl")) if "ledgers" in p.parts]
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +118,9 @@ def uninterrupted(tmp_path_factory):
         with MessagesServer(api_for(suite), lifetime_s=300) as server:
             done = run_through(suite, tmp, server)
         assert done.returncode == 0, done.stderr[-2000:]
+        # the run's cache, journal, ledgers and stores: all in its job's own work folder
+        kept = [p for p in (tmp / "work").rglob("*") if p.is_file()]
+        assert kept and all(job_folder(tmp, suite) in p.parents for p in kept), kept[:5]
         return suite, (report_of(tmp), server.billed_requests(), server)
 
     with ThreadPoolExecutor(len(suites)) as pool:
@@ -257,4 +265,4 @@ def test_an_interrupted_poll_says_which_batch_it_left_and_how_to_cancel_it(tmp_p
     assert proc.returncode != 0
     assert "message batch msgbatch_1 left in progress (interrupted)" in err, err[-1500:]
     assert "python -m urd.agentmem batches cancel msgbatch_1" in err
-    assert (tmp_path / "work" / "llm-batches" / "msgbatch_1.json").exists()
+    assert (job_folder(tmp_path, "update-gate") / "llm-batches" / "msgbatch_1.json").exists()

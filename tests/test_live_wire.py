@@ -13,6 +13,7 @@ from test_agentmem_live import MODEL, QUIET, SMALL
 from test_agentmem_live import make_settings as live_settings
 
 from urd.agentmem import cli as agentmem_cli
+from urd.agentmem import settings as settings_mod
 from urd.agentmem import trip_vs_move, update_gate
 from urd.llm.batches import BatchJournal
 from urd.llm.ledger import SpendLedger
@@ -334,14 +335,19 @@ def test_the_dry_runs_estimate_is_what_a_rerun_would_still_spend(server, tmp_pat
     from urd.agentmem import smk
 
     raw = make_settings(tmp_path, **BATCHED).raw
+    # the job's run, as the rule's command makes it: in the target's own work folder
+    job = settings_mod.for_job(make_settings(tmp_path, **BATCHED), "update-gate", store="reference", model=MODEL)
+
+    def run_job():
+        update_gate.run_suite(MODEL, job, samples=1, yes=True, log=QUIET["log"])
+        return [SpendLedger(p) for p in sorted((job.work_dir / "ledgers").rglob("*.jsonl"))]
+
     before = smk.update_gate_estimate(raw, MODEL)
     server.fault("500", BATCHES + "/", method="GET", times=6 * 3)  # the first batch is left, billed, unread
-    gate(tmp_path)
-    paid = ledgers(tmp_path)[0].billed_usd
+    paid = run_job()[0].billed_usd
     assert paid == 0  # nothing read yet: the left batch is in flight, its worst case committed
     server.faults.clear()
-    gate(tmp_path)
-    paid = ledgers(tmp_path)[0].billed_usd
+    paid = run_job()[0].billed_usd
     after = smk.update_gate_estimate(raw, MODEL)
     assert after.usd == pytest.approx(max(0.0, before.usd - paid), abs=1e-9) and after.usd < before.usd
     assert "already paid for" in after.note

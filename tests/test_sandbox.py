@@ -34,9 +34,9 @@ run(job, main, [spec["output"][0], *spec["actions"]])
 
 
 def run_job(workdir: Path, actions: list[str], *, mode="required", rule="answer", inputs=(), wildcards=None,
-            out="results/cell/raw.json", env=None):
+            out="results/cell/raw.json", env=None, config=None):
     spec = {"rule": rule, "input": list(inputs), "output": [out], "log": ["logs/job.log"],
-            "config": {"sandbox": mode}, "wildcards": wildcards or {}, "actions": actions}
+            "config": {"sandbox": mode, **(config or {})}, "wildcards": wildcards or {}, "actions": actions}
     (workdir / Path(out).parent).mkdir(parents=True, exist_ok=True)
     env = {**os.environ, **(env or {}),
            "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), str(REPO / "src")])}
@@ -198,3 +198,31 @@ def test_a_job_cannot_hand_the_next_one_a_link_or_a_secret(cell, tmp_path):
     live = run_job(wd, ["env:ANTHROPIC_API_KEY"], rule="planting_run", wildcards={"model": "claude-sonnet-5-5"},
                    env=secret)[1]
     assert live["env:ANTHROPIC_API_KEY"] == "sk-ant-not-for-session-b"
+
+
+def test_an_llm_job_writes_its_own_work_folder_and_sees_no_other_job_s(tmp_path):
+    """The LLM suites' work folder holds each job's replay cache, batch journal, ledgers and run
+    stores: a job binds its own folder alone, so what another job left there (its cached replies,
+    its ledger) cannot be read, and nothing can be left for another job to find."""
+    from urd.agentmem.settings import job_folder
+
+    wd = tmp_path / "wf"
+    names = {"case": "reader", "store": "reference", "model": "scripted"}
+    mine = job_folder("work", "trip-vs-move", names)
+    others = {job_folder("work", "update-gate", {"store": "reference", "model": "scripted"}) / "llm-cache/a.json":
+              "ANOTHER JOB'S CACHED REPLY",
+              job_folder("work", "trip-vs-move", {**names, "case": "mid-trip"}) / "ledgers/b.jsonl": "ITS LEDGER",
+              Path("work/llm-cache/old.json"): "THE OLD SHARED CACHE"}
+    for rel, text in {**others, mine / "llm-cache/kept.json": "MY CACHED REPLY"}.items():
+        (wd / rel).parent.mkdir(parents=True, exist_ok=True)
+        (wd / rel).write_text(text)
+    actions = [*(f"read:{p}" for p in others), f"read:{mine}/llm-cache/kept.json", f"write:{mine}/ledgers.jsonl",
+               "write:work/planted.json", "listdir:work"]
+    code, found, log = run_job(wd, actions, rule="agentmem_trip_vs_move", wildcards=names,
+                               config={"agentmem": {"work_dir": "work"}}, out="results/tvm/report.json")
+    assert code == 0, log
+    assert all(found[f"read:{p}"].startswith("error:") for p in others), found
+    assert found[f"read:{mine}/llm-cache/kept.json"] == "MY CACHED REPLY"
+    assert found[f"write:{mine}/ledgers.jsonl"] == "ok" and (wd / mine / "ledgers.jsonl").read_text() == "written"
+    assert not (wd / "work/planted.json").exists()  # written beside its folder: gone with the sandbox
+    assert "update-gate" not in found["listdir:work"] and "llm-cache" not in found["listdir:work"]

@@ -181,9 +181,11 @@ def _dispatch(args) -> int:
         print(est.cents if args.cents else est.line())
         return EXIT_OK
     if args.suite == "trip-vs-move":
+        s = settings_mod.for_job(s, args.suite, case=args.case, store=args.store, model=args.model)
         report = trip_vs_move.run_suite(args.case, args.model, s, store=args.store, gate=args.gate, pins=pins, yes=args.yes)
         status = trip_vs_move.exit_status(report)
     else:
+        s = settings_mod.for_job(s, args.suite, store=args.store, model=args.model)
         report = update_gate.run_suite(args.model, s, store=args.store, pins=pins, samples=args.samples, yes=args.yes)
         status = update_gate.exit_status(report)
     atomic_write_json(args.output, with_sandbox_label(report))
@@ -208,19 +210,22 @@ def _batches(args) -> int:
     from .runtime import BATCH_DIR, batch_llm
 
     s = settings_mod.load(args.config, settings_json=args.settings)
-    journal = BatchJournal(s.work_dir / BATCH_DIR)
+    # each job keeps its own journal in its own work folder (settings.job_folder)
+    journals = [BatchJournal(p) for p in sorted(s.work_dir.rglob(BATCH_DIR)) if p.is_dir()]
     if args.verb == "list":
-        left = journal.open_records()
+        left = [r for journal in journals for r in journal.open_records()]
         for record in left:
             print(f"{record['id'] or '(id never came back)'}  {record['state']}  {len(record['items'])} requests  "
                   f"ledger {record['ledger']}  journal {record['journal']}")
         if not left:
-            print(f"no message batch left in progress under {journal.root}")
+            print(f"no message batch left in progress under {s.work_dir}")
         return EXIT_OK
+    journal = next((j for j in journals if j.path(args.batch_id).exists()), BatchJournal(s.work_dir / BATCH_DIR))
     record = {**journal.find(args.batch_id), "journal": str(journal.path(args.batch_id))}
     if record["state"] not in ("pending", "in_progress"):
         print(f"message batch {args.batch_id} is already {record['state']}; nothing to cancel")
         return EXIT_OK
+    s = settings_mod.with_overrides(s, {"work_dir": str(journal.root.parent)})  # the job's own folder
     llm = batch_llm(s, record)
     llm.cancel(record, poll_s=s.raw["llm"]["batch_poll_s"])
     print(f"message batch {args.batch_id} cancelled; what it had done is in the replay cache and the ledger "

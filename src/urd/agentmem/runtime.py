@@ -185,7 +185,9 @@ def scripted_calls(settings: Settings, key: tuple, run: Callable[[Settings, Path
     directory without the replay cache; computed once per settings and ``key``. ``run`` returns
     why it stopped short, or None: a partial graph would price a partial run, so that raises
     :class:`NotPriced` (``stopped``, then the reason)."""
-    full = (canonical_json(settings.raw), *key)
+    # the graph does not depend on where the work folder is (it is built in a scratch one), so
+    # every job's narrowed settings share one graph
+    full = (canonical_json({k: v for k, v in settings.raw.items() if k != "work_dir"}), *key)
     if full not in _GRAPHS:
         recorded: list = []
         with tempfile.TemporaryDirectory() as tmp:

@@ -104,6 +104,23 @@ def validate(raw: Mapping, origin: str) -> Settings:
     return settings
 
 
+#: Which of a job's names (its target's wildcards) make its own work folder, per suite.
+JOB_FOLDER_KEYS = {"trip-vs-move": ("case", "store", "model"), "update-gate": ("store", "model"),
+                   "planting": ("model",)}
+
+
+def job_folder(work_dir: str | Path, suite: str, names: Mapping[str, str]) -> Path:
+    """One job's own work folder (its replay cache, batch journal, spend ledgers and run stores):
+    ``work_dir/<suite>/<case>/<store>/<model>``. No job reads or writes another's: the sandbox
+    binds this folder alone, and every run, rerun and spend preview of the target uses it."""
+    return Path(work_dir).joinpath(suite, *(str(names[k]) for k in JOB_FOLDER_KEYS[suite]))
+
+
+def for_job(settings: Settings, suite: str, **names: str) -> Settings:
+    """``settings`` with its work_dir narrowed to the job's own folder (:func:`job_folder`)."""
+    return with_overrides(settings, {"work_dir": str(job_folder(settings.work_dir, suite, names))})
+
+
 def load(config: str | Path | None = None, *, settings_json: str | None = None) -> Settings:
     """From ``--settings JSON`` (what a rule passes) or a YAML file with an ``agentmem`` key."""
     if settings_json is not None:

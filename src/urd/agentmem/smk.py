@@ -12,7 +12,7 @@ from ..cost import agentmem as estimate_mod
 from ..stores import registry
 from . import trip_vs_move, update_gate
 from .runtime import routes_for, still_to_spend
-from .settings import validate
+from .settings import for_job, validate
 
 #: The published planting tables and figure (rules/planting.smk, the `published` target).
 PLANTING_TABLES = {fmt: f"results/planting/tables/planting.{fmt}" for fmt in ("md", "csv", "html", "png")}
@@ -68,7 +68,7 @@ def has_update_decision(agentmem: Mapping, store: str) -> bool:
 # ledgers were billed for the same run (replayed for nothing on a rerun), within its ceilings.
 
 def trip_vs_move_estimate(agentmem: Mapping, case: str, model: str, store: str = registry.REFERENCE) -> estimate_mod.Estimate:
-    s = _settings(agentmem)
+    s = for_job(_settings(agentmem), "trip-vs-move", case=case, store=store, model=model)
     routes, gate = routes_for(model, s), s.raw["trip_vs_move"]["gate"]
     est = trip_vs_move.estimate(s, routes, case, gate=gate, runs=s.runs, store=store, profile=estimate_mod.load_profile(s))
     return still_to_spend(s, routes, trip_vs_move.ledger_targets(case, model, gate, store, s.runs), est,
@@ -76,7 +76,7 @@ def trip_vs_move_estimate(agentmem: Mapping, case: str, model: str, store: str =
 
 
 def update_gate_estimate(agentmem: Mapping, model: str, store: str = registry.REFERENCE) -> estimate_mod.Estimate:
-    s = _settings(agentmem)
+    s = for_job(_settings(agentmem), "update-gate", store=store, model=model)
     routes = routes_for(model, s)
     est = update_gate.estimate(s, routes, samples=s.raw["update_gate"]["samples"], store=store,
                                profile=estimate_mod.load_profile(s))
@@ -95,7 +95,7 @@ def planting_estimate(agentmem: Mapping, model: str, master_seed: int) -> estima
     from ..planting import suite
     from ..planting.routes import routes as planting_routes
 
-    s = _settings(agentmem)
+    s = for_job(_settings(agentmem), "planting", model=model)
     routes = planting_routes(model, s)
     return still_to_spend(s, routes, [suite.ledger_target(model)], suite.estimate(s, routes, master_seed=master_seed),
                           float(s.raw["spend"]["max_usd_planting"]))

@@ -125,6 +125,7 @@ def _dispatch(args) -> int:
         return EXIT_OK
     from . import suite
 
+    s = settings_mod.for_job(s, "planting", model=args.model)
     report = suite.run_suite(args.model, s, world_path=args.world, pins=dict(args.pin), yes=args.yes,
                              log=lambda line: print(line, file=sys.stderr, flush=True))
     atomic_write_json(args.output, with_sandbox_label(report))

@@ -10,7 +10,8 @@ declared inputs and outputs, a bubblewrap (``bwrap``) command line in Linux name
   declared outputs (and nothing else) are moved into place; when it fails, nothing is;
 - a fresh empty ``/tmp`` and ``$HOME``; no network, except for the jobs that fetch a checkpoint
   or call a live LLM API (:data:`NETWORK`);
-- the LLM suites' work folder (replay cache, run stores) writable, for the jobs that keep one.
+- the job's own folder of the LLM suites' work folder (replay cache, batch journal, ledgers, run
+  stores) writable, for the jobs that keep one; no other job's folder.
 
 So a session-B job cannot read session A's view, the episodes with their answers, another
 cell's outputs, or a stash in ``/tmp``, ``$HOME`` or beside the fiches: an undeclared path does
@@ -51,9 +52,11 @@ def _live(wildcards: Mapping) -> bool:
 #: The jobs that reach the network, and when: the checkpoint fetch, and an LLM suite on a live model.
 NETWORK = {"fetch_backbone": lambda wc: True, "agentmem_trip_vs_move": _live, "agentmem_update_gate": _live,
            "planting_run": _live}
-#: The jobs that keep state in the LLM suites' work folder (``agentmem.work_dir``): the replay cache
-#: (a rerun never pays twice) and the run's own store.
-WORK_DIR_RULES = frozenset({"agentmem_trip_vs_move", "agentmem_update_gate", "planting_run"})
+#: The jobs that keep state in the LLM suites' work folder (``agentmem.work_dir``), and their suite:
+#: each its own folder in it (``agentmem.settings.job_folder``: the replay cache, so a rerun never
+#: pays twice, the batch journal, the spend ledgers and the run's stores), bound alone.
+WORK_DIR_RULES = {"agentmem_trip_vs_move": "trip-vs-move", "agentmem_update_gate": "update-gate",
+                  "planting_run": "planting"}
 #: The jobs whose output folders are bound in place, not staged: a checkpoint download resumes
 #: from the part file a killed job left beside its output.
 IN_PLACE_RULES = frozenset({"fetch_backbone"})
@@ -307,7 +310,10 @@ def plan_for(snakemake, *, workdir: Path | None = None) -> Plan:
     network = NETWORK.get(rule, lambda wc: False)(dict(snakemake.wildcards.items()))
     writable = []
     if rule in WORK_DIR_RULES:
-        writable.append((workdir / str(config.get("agentmem", {}).get("work_dir", "artifacts/agentmem"))).resolve())
+        from ..agentmem.settings import job_folder
+
+        work = workdir / str(config.get("agentmem", {}).get("work_dir", "artifacts/agentmem"))
+        writable.append(job_folder(work, WORK_DIR_RULES[rule], dict(snakemake.wildcards.items())).resolve())
     return Plan(workdir, inputs, outputs, network, writable=writable, readonly=plugin_sources(config),
                 in_place=rule in IN_PLACE_RULES)
 
