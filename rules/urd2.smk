@@ -1,4 +1,4 @@
-# urd rung 2 (README "Rung 2"), per scale:
+# urd rung 2 (docs/rung2.md), per scale:
 # chains: calibrate_chains -> chain_consolidate (boundary k: session k's A view + boundary k-1's
 #   fiches; f<k>: session k alone) -> chain_answer (every session so far, from one fiche) ->
 #   chain_judge -> chain_summary, with chain_control (in-session, per session) beside it.

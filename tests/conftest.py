@@ -88,9 +88,9 @@ def vanilla_built(tmp_path_factory):
 
 
 def readme_plugin() -> str:
-    """The README's example system (my_systems.py), as a reader would copy it."""
-    block = re.search(r"```python\n(# my_systems\.py\n.*?)```", (REPO / "README.md").read_text(), re.S)
-    assert block, "README lost its example system"
+    """The documented example system (docs/rung1.md, my_systems.py), as a reader would copy it."""
+    block = re.search(r"```python\n(# my_systems\.py\n.*?)```", (REPO / "docs/rung1.md").read_text(), re.S)
+    assert block, "docs/rung1.md lost its example system"
     return block.group(1)
 
 

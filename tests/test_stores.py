@@ -1,5 +1,5 @@
 """Bring your own store: the interface, the reference store through it (bytes unchanged), the two
-baselines failing where the write-up says, plug-ins (the README's and this file's), their errors,
+baselines failing where the write-up says, plug-ins (the documented example and this file's), their errors,
 labels and estimates, and the cross-store table."""
 
 from __future__ import annotations
@@ -393,10 +393,10 @@ def test_a_plug_in_cannot_take_a_built_in_name_and_an_unknown_store_is_refused()
         registry.resolve("nobody", {})
 
 
-# --- the README's example, exactly as written ---------------------------------------------------
+# --- the documented example, exactly as written ------------------------------------------------
 
-def test_the_readmes_example_store_runs_as_written(tmp_path, monkeypatch):
-    readme = (REPO / "README.md").read_text()
+def test_the_documented_example_store_runs_as_written(tmp_path, monkeypatch):
+    readme = (REPO / "docs/agentmem.md").read_text()
     code = re.search(r"```python\n(# my_stores\.py\n.*?)```", readme, re.S).group(1)
     (tmp_path / "my_stores.py").write_text(code)
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -404,7 +404,7 @@ def test_the_readmes_example_store_runs_as_written(tmp_path, monkeypatch):
     s = make_settings(tmp_path, {"shared_subject": "my_stores:SharedSubject"})
     for case in ("reader", "mid-trip"):
         report = trip_vs_move.run_suite(case, "scripted", s, store="shared_subject", **QUIET)
-        assert by_variant(report) == {"move": [False] * 3, "trip-alone": [True] * 2}  # as the README says
+        assert by_variant(report) == {"move": [False] * 3, "trip-alone": [True] * 2}  # as docs/agentmem.md says
         move = report["runs"][0]
         assert move["checks"]["i_delhi_residence_or_flight"] and not move["checks"]["iii_trip_current"]
         assert move["checks"]["not_measurable"] == ["ii_kept_back_by_winner"]

@@ -5,7 +5,7 @@ through one of its methods, and the handle counts it there; the count is read-on
 model is not an attribute of the handle. So a consolidation cannot run the model off the meter
 by accident (resetting a counter, calling the package's forward): it fails with a
 BudgetViolation that says why. A plug-in that sets out to load the checkpoint itself is outside
-what this guards (README, "The contract").
+what this guards (docs/rung1.md, "The contract").
 
 The handle also serves transcript prefixes from a cache of states computed once per episode
 (the `prefill` job): a prefill or generate whose prompt starts with a cached transcript resumes

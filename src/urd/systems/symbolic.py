@@ -2,7 +2,7 @@
 
 It runs no model. It parses the transcript into fixed-size entries and keeps as many as the
 budget holds, newest session first, so what it recalls after any boundary can be computed by
-hand (README, "Rung 2"). It exists to test the rung-2 machinery (chains, the Pareto sweep)
+hand (docs/rung2.md). It exists to test the rung-2 machinery (chains, the Pareto sweep)
 through the real harness on `tiny`, where every model-backed system scores 0; it is not one of
 the write-up's baselines.
 
