@@ -102,7 +102,7 @@ class Exfiltrate(MemorySystem):
     line of the job's log; the replies come from whatever was found."""
 
     name = "exfiltrate"
-    CHANNELS = ("tmp", "home", "beside_fiches", "socket", "session_a_view", "episodes", "other_cells")
+    CHANNELS = ("tmp", "home", "beside_fiches", "socket", "session_a_view", "episodes", "other_cells", "checkpoint")
 
     @staticmethod
     def _out_folder(flag: str):
@@ -171,6 +171,7 @@ class Exfiltrate(MemorySystem):
         reads["other_cells"] = lambda: {r["query_id"]: r["expected"] for f in glob.glob("results/urd/**/responses.jsonl",
                                                                                          recursive=True)
                                         for r in map(json.loads, open(f))} or _missing("results/urd/**/responses.jsonl")
+        reads["checkpoint"] = lambda: {"<weights>": str(len(_read_checkpoint()))}
         for channel in self.CHANNELS:
             try:
                 got = reads[channel]()
@@ -190,10 +191,25 @@ def _missing(pattern: str):
     raise FileNotFoundError(pattern)
 
 
+def _read_checkpoint() -> bytes:
+    """The weights' first bytes, to run them off the meter: at their path, or through a
+    descriptor the process still holds."""
+    import glob
+    import os
+
+    fds = [f"/proc/self/fd/{fd}" for fd in os.listdir("/proc/self/fd")]
+    found = glob.glob("models/**/*.pth", recursive=True) + [
+        f for f in fds if os.path.realpath(f).endswith(".pth") and os.path.isfile(f)]
+    if not found:
+        _missing("models/*.pth")
+    with open(found[0], "rb") as f:
+        return f.read(1 << 16)
+
+
 class ChainReread(MemorySystem):
     """Rung 2: carries nothing across a chain's boundaries and, answering after boundary k,
     looks every key up in the chain's session files on disk (every session's session-A view and
-    full data, tests/test_workflow_urd2.py). Each file's outcome is one line of the job's log."""
+    full data, tests/test_workflow_urd2.py), and reaches for the checkpoint. Each file's outcome is one line of the job's log."""
 
     name = "chain_reread"
 
@@ -210,6 +226,11 @@ class ChainReread(MemorySystem):
                 print(f"chain_reread {path}: found", file=sys.stderr, flush=True)
             except OSError as exc:
                 print(f"chain_reread {path}: error {type(exc).__name__}", file=sys.stderr, flush=True)
+        try:
+            _read_checkpoint()
+            print("chain_reread checkpoint: found", file=sys.stderr, flush=True)
+        except OSError as exc:
+            print(f"chain_reread checkpoint: error {type(exc).__name__}", file=sys.stderr, flush=True)
         return found
 
     def consolidate(self, transcript, budget_bytes, prior=None):

@@ -85,3 +85,42 @@ def test_a_malformed_manifest_line_is_an_error_naming_the_line(tmp_path):
         read_manifest(manifest)
     manifest.write_text(f"{good}  data/c1/t1.jsonl\n\n{good}  data/t2.jsonl\n")  # a blank line is no entry
     assert read_manifest(manifest) == {"data/c1/t1.jsonl": good, "data/t2.jsonl": good}
+
+
+def test_a_checkpoint_handed_over_as_a_descriptor_is_checked_and_loaded_through_it_then_sealed(
+        tiny_checkpoint, tmp_path, monkeypatch):
+    """Session B in the sandbox: the checkpoint's path is not there, only the descriptor the
+    runner opened (urd.core.hidden). The stamp is checked and the model loaded through it; after
+    the seal nothing in the process reaches the file."""
+    import os
+    import shutil
+
+    from urd.core import hidden
+    from urd.core.errors import DigestMismatch
+    from urd.core.verify import check_stamps
+    from urd.harness.run import session_b_handle
+
+    monkeypatch.chdir(tmp_path)
+    model = tmp_path / "models/urd-tiny.pth"
+    model.parent.mkdir()
+    shutil.copy(tiny_checkpoint, model)
+    stamp = tmp_path / "model.sha256"
+    stamp.write_text(f"{sha256_file(model)}  models/urd-tiny.pth\n")
+    fd = os.open(model, os.O_RDONLY)
+    model.unlink()  # as in the sandbox: the path does not exist, the descriptor does
+    monkeypatch.setenv(hidden.ENV, f"{fd}:{model}")
+    check_stamps([stamp])
+    handle = session_b_handle("models/urd-tiny.pth", json.loads(SPEC))
+    assert handle.generate(handle.tokenizer.encode("the code for"), max_new_tokens=2)  # the model runs
+    assert hidden.ENV not in os.environ
+    with pytest.raises(OSError):
+        os.fstat(fd)  # closed: /proc/self/fd leads nowhere
+    with pytest.raises(InputError, match="urd-tiny.pth"):
+        check_stamps([stamp])
+    # a descriptor of other bytes than the stamp's: refused
+    other = tmp_path / "other.pth"
+    other.write_bytes(b"not the model")
+    monkeypatch.setenv(hidden.ENV, f"{os.open(other, os.O_RDONLY)}:{model}")
+    with pytest.raises(DigestMismatch):
+        check_stamps([stamp])
+    hidden.seal()

@@ -1,8 +1,9 @@
 """The boundary tried by attack through the real rules: a plug-in system (tests/cheats.py,
 Exfiltrate) that stashes session A in /tmp, in $HOME, beside its fiches and with a loopback
 server, and reads session B's answers from those, from session A's view, the full episodes and
-other cells' outputs. Under `sandbox: required` every channel is closed and the cell earns
-nothing; under `off` the same plug-in reads the answers (which is why the label matters)."""
+other cells' outputs, and opens the checkpoint (to run the weights off the meter). Under
+`sandbox: required` every channel is closed and the cell earns nothing; under `off` the same
+plug-in reads the answers (which is why the label matters)."""
 
 import json
 import socket
@@ -17,7 +18,7 @@ pytestmark = [pytest.mark.slow, needs_sandbox()]  # every test here runs Snakema
 CELL = "results/urd/tiny/exfiltrate/t1/over/responses.jsonl"
 ANSWER_LOG = "logs/urd/tiny/exfiltrate/t1/over.answer.log"
 CONSOLIDATE_LOG = "logs/urd/tiny/exfiltrate/t1/over.consolidate.log"
-READS = ("tmp", "home", "beside_fiches", "socket", "session_a_view", "episodes", "other_cells")
+READS = ("tmp", "home", "beside_fiches", "socket", "session_a_view", "episodes", "other_cells", "checkpoint")
 
 
 class StashServer:

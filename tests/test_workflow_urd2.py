@@ -85,6 +85,7 @@ def test_a_system_that_reads_earlier_sessions_from_disk_earns_nothing(built):
     for k in (1, 2, 3):  # every session's transcript and answers: not there for the answering job
         assert f"chain_reread data/urd2/chains/t1/s{k}.jsonl: error FileNotFoundError" in log
         assert f"chain_reread data/urd2/chains/t1/s{k}.session_a.jsonl: error FileNotFoundError" in log
+    assert "chain_reread checkpoint: error FileNotFoundError" in log  # the model only through the handle
     assert ": found" not in log
     # consolidating at boundary 3, session 3's transcript is there and sessions 1 and 2 are not
     log = (wf / "logs/urd2/tiny/chains/chain_reread/t1/two/b3.consolidate.log").read_text()

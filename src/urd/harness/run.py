@@ -88,6 +88,20 @@ def model_handle(checkpoint: str, spec: dict):
     return ModelHandle(loader=load)
 
 
+def session_b_handle(checkpoint: str, spec: dict):
+    """Session B's handle: the checkpoint loaded now, then sealed (:mod:`urd.core.hidden`: in the
+    sandbox it came as a descriptor, its path unmounted) before the system's plug-in is imported,
+    so the plug-in reaches the model through the metered handle only."""
+    from ..backbone.adapter import Backbone
+    from ..core import hidden
+    from .handle import ModelHandle
+
+    with hidden.named(checkpoint) as path:
+        backbone = Backbone.load(path, strategy=spec["strategy"])
+    hidden.seal()
+    return ModelHandle(backbone)
+
+
 def decode_of(spec: dict):
     """The decoding settings of every answer (the spec's decode block)."""
     from .context import Decode
@@ -146,7 +160,7 @@ def cmd_answer(args, spec):
     from . import fiches
     from .runner import answer_cell
 
-    handle = model_handle(args.checkpoint, spec)
+    handle = session_b_handle(args.checkpoint, spec)
     system = build_system(args.system, spec, handle, getattr(args, "artifacts", None))
     raw = labelled(answer_cell(system, select(read_jsonl(args.prompts), spec), fiches.read(args.fiches), decode_of(spec)))
     atomic_write_jsonl(args.out, raw)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from ..core.errors import InputError
 from ..core.io import atomic_write_json, atomic_write_jsonl, read_jsonl, sha256_file
-from ..harness.run import build_system, decode_of, dispatch, labelled, model_handle
+from ..harness.run import build_system, decode_of, dispatch, labelled, model_handle, session_b_handle
 
 
 def _session_of(path: str) -> int:
@@ -53,8 +53,8 @@ def _by_session(paths: list[str], spec: dict) -> dict[int, list[dict]]:
     return out
 
 
-def _model(args, spec, system_name=None):
-    handle = model_handle(args.checkpoint, spec)
+def _model(args, spec, system_name=None, *, session_b=False):
+    handle = (session_b_handle if session_b else model_handle)(args.checkpoint, spec)
     return handle, (None if system_name is None else build_system(system_name, spec, handle))
 
 
@@ -88,7 +88,7 @@ def cmd_chain_answer(args, spec):
     from ..harness import fiches
     from . import chains
 
-    _, system = _model(args, spec, args.system)
+    _, system = _model(args, spec, args.system, session_b=True)
     sessions_b = _by_session(args.prompts, spec)
     if sorted(sessions_b) != list(range(1, args.boundary + 1)):
         raise InputError("chain-answer", "--prompts", f"the session-B views of sessions 1..{args.boundary}", sorted(sessions_b))
@@ -170,7 +170,7 @@ def cmd_sweep_answer(args, spec):
     from ..harness.run import select
     from . import pareto
 
-    _, system = _model(args, spec, args.system)
+    _, system = _model(args, spec, args.system, session_b=True)
     points, _ = pareto.read_points(args.fiches)
     raw = pareto.answer(system, select(read_jsonl(args.prompts), spec), points, decode_of(spec))
     atomic_write_jsonl(args.out, labelled(raw))

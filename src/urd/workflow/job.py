@@ -64,8 +64,15 @@ def _sandboxed(snakemake, main: Callable, args: list[str]) -> int:
     try:
         inner = [sys.executable, "-c", _INNER, f"{main.__module__}:{main.__name__}", *args]
         sys.stderr.flush()
-        # stdout goes to the log too: a job must not leave anything where the next one could read it
-        code = subprocess.run(plan.command(inner), stdin=subprocess.DEVNULL, stdout=2).returncode
+        # session B's checkpoint: opened here, outside, and handed over as a descriptor (not mounted)
+        hidden = os.open(plan.hidden, os.O_RDONLY) if plan.hidden is not None else None
+        try:
+            # stdout goes to the log too: a job must not leave anything where the next one could read it
+            code = subprocess.run(plan.command(inner, hidden), stdin=subprocess.DEVNULL, stdout=2,
+                                  pass_fds=() if hidden is None else (hidden,)).returncode
+        finally:
+            if hidden is not None:
+                os.close(hidden)
         if code == 0:
             try:
                 stray = plan.collect()

@@ -10,6 +10,10 @@ declared inputs and outputs, a bubblewrap (``bwrap``) command line in Linux name
   declared outputs (and nothing else) are moved into place; when it fails, nothing is;
 - a fresh empty ``/tmp`` and ``$HOME``; no network, except for the jobs that fetch a checkpoint
   or call a live LLM API (:data:`NETWORK`);
+- for session B's jobs (:data:`HIDDEN_INPUTS`), the checkpoint not at all: the runner opens it
+  and hands the command the descriptor (:mod:`urd.core.hidden`), which the command loads and
+  closes before the system's plug-in is imported, so the plug-in sees the model only through the
+  metered handle;
 - the job's own folder of the LLM suites' work folder (replay cache, batch journal, ledgers, run
   stores) writable, for the jobs that keep one; no other job's folder.
 
@@ -35,6 +39,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from ..core.hidden import ENV as HIDDEN_ENV
 from ..core.provenance import SANDBOX_ENV
 
 MODES = ("auto", "required", "off")
@@ -57,6 +62,9 @@ NETWORK = {"fetch_backbone": lambda wc: True, "agentmem_trip_vs_move": _live, "a
 #: pays twice, the batch journal, the spend ledgers and the run's stores), bound alone.
 WORK_DIR_RULES = {"agentmem_trip_vs_move": "trip-vs-move", "agentmem_update_gate": "update-gate",
                   "planting_run": "planting"}
+#: The jobs that answer in session B, and their input that is handed over as an open descriptor
+#: instead of mounted: the checkpoint (the system's plug-in runs in the job's process).
+HIDDEN_INPUTS = {"answer": "model", "chain_answer": "model", "sweep_answer": "model"}
 #: The jobs whose output folders are bound in place, not staged: a checkpoint download resumes
 #: from the part file a killed job left beside its output.
 IN_PLACE_RULES = frozenset({"fetch_backbone"})
@@ -174,6 +182,7 @@ class Plan:
     writable: list[Path] = field(default_factory=list)
     readonly: list[Path] = field(default_factory=list)
     in_place: bool = False
+    hidden: Path | None = None  # the input handed over as a descriptor, not mounted
     staging_root: Path | None = None
     staged: dict[Path, Path] = field(default_factory=dict)  # real output folder -> its staging folder
 
@@ -189,7 +198,9 @@ class Plan:
             staging.mkdir(parents=True)
             self.staged[folder] = staging
 
-    def command(self, inner: list[str]) -> list[str]:
+    def command(self, inner: list[str], hidden_fd: int | None = None) -> list[str]:
+        """The bwrap command line; ``hidden_fd``: the open descriptor of :attr:`hidden`, which
+        the caller passes to the process (``pass_fds``)."""
         home = os.environ.get("HOME") or "/root"
         args = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--unshare-all", "--new-session",
                 "--clearenv"]
@@ -225,6 +236,11 @@ class Plan:
         if self.network:  # the API key goes only where the API can be reached
             env.update({k: v for k, v in os.environ.items() if k.startswith(NETWORK_ENV)})
         env.update({"HOME": home, "TMPDIR": "/tmp", ENV: "bwrap", "PYTHONDONTWRITEBYTECODE": "1"})
+        env.pop(HIDDEN_ENV, None)
+        if self.hidden is not None:
+            if hidden_fd is None:
+                raise ValueError(f"{self.hidden} is handed over as a descriptor: pass hidden_fd")
+            env[HIDDEN_ENV] = f"{hidden_fd}:{self.hidden}"
         commit = git_commit(self.workdir)  # .git stays outside: the job's provenance still names the commit
         if commit:
             env[COMMIT_ENV] = commit
@@ -304,6 +320,10 @@ def plan_for(snakemake, *, workdir: Path | None = None) -> Plan:
         return [Path(os.path.abspath(workdir / str(p))) for p in paths]
 
     inputs = [p for p in absolute(flatten(snakemake.input)) if p.exists()]
+    hidden = None
+    if snakemake.rule in HIDDEN_INPUTS:
+        hidden = absolute([getattr(snakemake.input, HIDDEN_INPUTS[snakemake.rule])])[0]
+        inputs = [p for p in inputs if p != hidden]
     outputs = absolute(flatten(snakemake.output))
     rule = snakemake.rule
     config = snakemake.config
@@ -315,7 +335,7 @@ def plan_for(snakemake, *, workdir: Path | None = None) -> Plan:
         work = workdir / str(config.get("agentmem", {}).get("work_dir", "artifacts/agentmem"))
         writable.append(job_folder(work, WORK_DIR_RULES[rule], dict(snakemake.wildcards.items())).resolve())
     return Plan(workdir, inputs, outputs, network, writable=writable, readonly=plugin_sources(config),
-                in_place=rule in IN_PLACE_RULES)
+                in_place=rule in IN_PLACE_RULES, hidden=hidden)
 
 
 def flatten(items: Iterable) -> list[str]:
