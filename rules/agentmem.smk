@@ -24,6 +24,8 @@ except W.UrdError as exc:  # one line naming the key, not a traceback
     raise WorkflowError(f"urd stores: {exc}") from None
 TVM_REPORT = "results/trip-vs-move/{case}/{store}/{model}/report.json"
 UG_REPORT = "results/update-gate/{store}/{model}/report.json"
+TVM_RECEIPT = "results/trip-vs-move/{case}/{store}/{model}/report.receipt.json"
+UG_RECEIPT = "results/update-gate/{store}/{model}/report.receipt.json"
 
 
 rule agentmem_trip_vs_move:
@@ -34,6 +36,7 @@ rule agentmem_trip_vs_move:
         AGENTMEM_SCHEMA,
     output:
         report=TVM_REPORT,
+        receipt=TVM_RECEIPT,
     log:
         "logs/agentmem/trip-vs-move/{case}/{store}/{model}.log",
     wildcard_constraints:
@@ -68,6 +71,7 @@ rule agentmem_update_gate:
         AGENTMEM_SCHEMA,
     output:
         report=UG_REPORT,
+        receipt=UG_RECEIPT,
     log:
         "logs/agentmem/update-gate/{store}/{model}.log",
     wildcard_constraints:
@@ -102,6 +106,17 @@ rule agentmem_stores_table:
         ),
         update_gate=expand(
             UG_REPORT,
+            store=[s for s in TABLE_STORES if W.agentmem.has_update_decision(AGENTMEM, s)],
+            model=AGENTMEM["stores"]["publish"],
+        ),
+        receipts=expand(
+            TVM_RECEIPT,
+            case=W.agentmem.CASES,
+            store=TABLE_STORES,
+            model=AGENTMEM["stores"]["publish"],
+        )
+        + expand(
+            UG_RECEIPT,
             store=[s for s in TABLE_STORES if W.agentmem.has_update_decision(AGENTMEM, s)],
             model=AGENTMEM["stores"]["publish"],
         ),

@@ -148,12 +148,18 @@ def answer_inputs(wildcards):
     }
 
 
+def receipts(outputs):
+    """The receipts the runner wrote beside these outputs of plug-in jobs (urd.core.receipt)."""
+    return [str(o).removesuffix(".jsonl") + ".receipt.json" for o in outputs]
+
+
 def judge_inputs(wildcards):
     w = wildcards
     cell = f"results/urd/{w.scale}/{w.system}/{w.task}/{w.split}" if "system" in w.keys() else None
     out = {"data": DATA[w.task], "checked": verified(DATA[w.task])}
     if cell:
-        return {**out, "raw": f"{cell}/raw.jsonl", "fiches": f"{cell}/fiches.jsonl"}
+        files = {"raw": f"{cell}/raw.jsonl", "fiches": f"{cell}/fiches.jsonl"}
+        return {**out, **files, "receipts": receipts(files.values())}
     return {**out, "raw": f"results/urd/{w.scale}/control/{w.task}/raw.jsonl"}
 
 
@@ -387,6 +393,10 @@ def chain_judge_inputs(wildcards):
         **out,
         "raw": [f"{cell}/b{k}/raw.jsonl" for k in range(1, n + 1)],
         "fiches": [f"{cell}/{s}/fiches.jsonl" for s in steps],
+        "receipts": receipts(
+            [f"{cell}/b{k}/raw.jsonl" for k in range(1, n + 1)]
+            + [f"{cell}/{s}/fiches.jsonl" for s in steps]
+        ),
     }
 
 

@@ -45,6 +45,7 @@ rule planting_run:
         schema="config/agentmem.schema.yaml",
     output:
         report="results/planting/{model}/report.json",
+        receipt="results/planting/{model}/report.receipt.json",
     log:
         "logs/planting/{model}.log",
     wildcard_constraints:
@@ -81,6 +82,7 @@ rule planting_run:
 rule planting_tables:
     input:
         reports=expand("results/planting/{model}/report.json", model=PLANTING["publish"]),
+        receipts=expand("results/planting/{model}/report.receipt.json", model=PLANTING["publish"]),
     output:
         md=report(
             W.agentmem.PLANTING_TABLES["md"], category="Planting", subcategory="table (Markdown)"
@@ -98,6 +100,8 @@ rule planting_tables:
         args=lambda wc, input, output: [
             "tables",
             *input.reports,
+            "--receipts",
+            *input.receipts,
             *(a for k, v in output.items() for a in (f"--{k}", v)),
         ],
         code=PLANTING_CODE,

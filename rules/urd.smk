@@ -85,6 +85,7 @@ rule consolidate:
         unpack(consolidate_inputs),
     output:
         "results/urd/{scale}/{system}/{task}/{split}/fiches.jsonl",
+        receipt="results/urd/{scale}/{system}/{task}/{split}/fiches.receipt.json",
     log:
         "logs/urd/{scale}/{system}/{task}/{split}.consolidate.log",
     benchmark:
@@ -107,6 +108,7 @@ rule answer:
         unpack(answer_inputs),
     output:
         "results/urd/{scale}/{system}/{task}/{split}/raw.jsonl",
+        receipt="results/urd/{scale}/{system}/{task}/{split}/raw.receipt.json",
     log:
         "logs/urd/{scale}/{system}/{task}/{split}.answer.log",
     benchmark:

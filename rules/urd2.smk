@@ -61,6 +61,7 @@ rule chain_consolidate:
         unpack(chain_consolidate_inputs),
     output:
         "results/urd2/{scale}/chains/{system}/{variant}/{split}/{step}/fiches.jsonl",
+        receipt="results/urd2/{scale}/chains/{system}/{variant}/{split}/{step}/fiches.receipt.json",
     log:
         "logs/urd2/{scale}/chains/{system}/{variant}/{split}/{step}.consolidate.log",
     benchmark:
@@ -90,6 +91,7 @@ rule chain_answer:
         unpack(chain_answer_inputs),
     output:
         "results/urd2/{scale}/chains/{system}/{variant}/{split}/b{k}/raw.jsonl",
+        receipt="results/urd2/{scale}/chains/{system}/{variant}/{split}/b{k}/raw.receipt.json",
     log:
         "logs/urd2/{scale}/chains/{system}/{variant}/{split}/b{k}.answer.log",
     benchmark:
@@ -183,6 +185,7 @@ rule sweep_consolidate:
         unpack(session_a_inputs),
     output:
         "results/urd2/{scale}/pareto/{system}/{task}/fiches.jsonl",
+        receipt="results/urd2/{scale}/pareto/{system}/{task}/fiches.receipt.json",
     log:
         "logs/urd2/{scale}/pareto/{system}/{task}.consolidate.log",
     benchmark:
@@ -209,6 +212,7 @@ rule sweep_answer:
         unpack(sweep_answer_inputs),
     output:
         "results/urd2/{scale}/pareto/{system}/{task}/raw.jsonl",
+        receipt="results/urd2/{scale}/pareto/{system}/{task}/raw.receipt.json",
     log:
         "logs/urd2/{scale}/pareto/{system}/{task}.answer.log",
     benchmark:
@@ -236,6 +240,10 @@ rule sweep_judge:
         checked=lambda wc: verified(DATA[wc.task]),
         raw="results/urd2/{scale}/pareto/{system}/{task}/raw.jsonl",
         fiches="results/urd2/{scale}/pareto/{system}/{task}/fiches.jsonl",
+        receipts=[
+            "results/urd2/{scale}/pareto/{system}/{task}/raw.receipt.json",
+            "results/urd2/{scale}/pareto/{system}/{task}/fiches.receipt.json",
+        ],
     output:
         "results/urd2/{scale}/pareto/{system}/{task}/responses.jsonl",
     log:

@@ -6,7 +6,8 @@ from urd.workflow.job import run
 sm = snakemake
 if sm.rule == "agentmem_stores_table":
     run(sm, main, ["table", "--trip-vs-move", sm.input.trip_vs_move, "--update-gate", sm.input.update_gate,
-                   "--md", sm.output.md, "--csv", sm.output.csv, "--html", sm.output.html])
+                   "--md", sm.output.md, "--csv", sm.output.csv, "--html", sm.output.html,
+                   "--receipts", sm.input.receipts])
 else:
     case = ["--case", sm.wildcards.case] if "case" in sm.wildcards.keys() else []
     bar = ["--require-bar"] if sm.wildcards.model == "scripted" and sm.wildcards.store == "reference" else []

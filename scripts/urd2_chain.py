@@ -22,7 +22,7 @@ elif sm.rule == "chain_answer":
     argv = ["chain-answer", "--checkpoint", i.model, "--prompts", i.prompts, "--fiches", i.fiches, *fresh,
             "--system", w.system, "--boundary", w.k, "--verified", i.model_checked, i.checked]
 elif sm.rule in ("chain_judge", "chain_judge_control"):
-    fiches = ["--fiches", i.fiches] if "fiches" in i.keys() else []
+    fiches = ["--fiches", i.fiches, "--receipts", i.receipts] if "fiches" in i.keys() else []
     argv = ["chain-judge", "--data", i.data, "--raw", i.raw, *fiches, "--verified", i.checked]
 else:  # chain_summary
     argv = ["chain-summary", "--scale", w.scale, *p.args, "--static", p.static]

@@ -13,7 +13,7 @@ elif sm.rule == "sweep_answer":
             "--system", w.system, "--verified", i.model_checked, i.checked]
 elif sm.rule == "sweep_judge":
     argv = ["sweep-judge", "--task", w.task, "--data", i.data, "--raw", i.raw, "--fiches", i.fiches,
-            "--verified", i.checked]
+            "--receipts", i.receipts, "--verified", i.checked]
 else:  # sweep_summary
     argv = ["sweep-summary", "--checkpoint", i.model, "--scale", w.scale, *p.args, "--static", p.static,
             "--verified", i.model_checked]

@@ -160,11 +160,35 @@ def test_a_summary_reads_only_its_declared_cells(vanilla_built, tmp_path):
     assert mine == fresh
 
 
+def write_receipt(path, rule, label, outputs, *, cwd):
+    """A receipt as the runner writes it (urd.core.receipt), its output paths relative to `cwd`."""
+    import os
+
+    from urd.core.receipt import write
+
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        write(path, rule, label, outputs)
+    finally:
+        os.chdir(here)
+
+
 def test_a_truncated_cell_is_refused_naming_the_file(vanilla_built, tmp_path):
     workflow = copy_of(vanilla_built, tmp_path / "wf")
     raw = workflow / "results/urd/tiny/vanilla/t2/over/raw.jsonl"
     lines = raw.read_text().splitlines(keepends=True)
-    raw.write_text("".join(lines[:-1]))  # one reply lost
+    raw.write_text("".join(lines[:-1]))  # one reply lost after the answer job ended
+    proc = snakemake(workflow, TINY, *REDUCED, "systems=[vanilla]")
+    assert proc.returncode != 0
+    log = (workflow / "logs/urd/tiny/vanilla/t2/over.judge.log").read_text()
+    assert "urd judge FAILED: results/urd/tiny/vanilla/t2/over/raw.jsonl: SHA-256 mismatch" in log, log
+    assert "it changed after its job ended (receipt results/urd/tiny/vanilla/t2/over/raw.receipt.json)" in log, log
+    # lost by the answer job itself: its runner's receipt vouches for the bytes, the judge counts the replies
+    receipt = raw.with_name("raw.receipt.json")
+    kept = receipt.read_text()
+    write_receipt(receipt, "answer", json.loads(receipt.read_text())["sandbox"], [str(raw.relative_to(workflow))],
+                  cwd=workflow)
     proc = snakemake(workflow, TINY, *REDUCED, "systems=[vanilla]")
     assert proc.returncode != 0
     log = (workflow / "logs/urd/tiny/vanilla/t2/over.judge.log").read_text()
@@ -173,6 +197,7 @@ def test_a_truncated_cell_is_refused_naming_the_file(vanilla_built, tmp_path):
     assert not (workflow / "results/urd/tiny/vanilla/t2/over/responses.jsonl").exists()
     # and --rescore refuses a summary whose responses were cut after the fact
     raw.write_text("".join(lines))
+    receipt.write_text(kept)
     snakemake(workflow, TINY, *REDUCED, "systems=[vanilla]", check=True)
     resp = workflow / "results/urd/tiny/vanilla/t1/sanity/responses.jsonl"
     resp.write_text("".join(resp.read_text().splitlines(keepends=True)[:-1]))

@@ -84,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--md", type=Path, required=True)
     p.add_argument("--csv", type=Path, required=True)
     p.add_argument("--html", type=Path)
+    p.add_argument("--receipts", nargs="*", default=[], help="the runner's receipts of the reports (urd.core.receipt)")
     bt = suites.add_parser("batches", help="Message Batches that runs left in progress").add_subparsers(dest="verb", required=True)
     p = bt.add_parser("list", help="every batch not read to its end, with its journal")
     _settings_args(p)
@@ -140,8 +141,10 @@ def run_guarded(dispatch, args) -> int:
 
 def _dispatch(args) -> int:
     if args.suite == "table":
+        from ..core.receipt import vouch
         from . import table
 
+        vouch(args.receipts)
         table.write(args.trip_vs_move, args.update_gate, md=args.md, csv=args.csv, html=args.html)
         print(f"stores table written to {args.md} and {args.csv}")
         return EXIT_OK

@@ -211,18 +211,23 @@ def main(argv: list[str] | None = None) -> int:
     p["judge"].add_argument("--data", required=True, help="the full episodes (expected answers)")
     p["judge"].add_argument("--raw", required=True)
     p["judge"].add_argument("--fiches", help="the cell's fiches (absent for the control)")
+    p["judge"].add_argument("--receipts", nargs="*", default=[],
+                            help="the runner's receipts of the fiches and replies (urd.core.receipt)")
     return dispatch(ap.parse_args(argv), COMMANDS, "urd")
 
 
 def dispatch(args, commands: dict, prog: str) -> int:
     """Run one job's command (rung 1's and rung 2's CLIs): the sandbox label read before any
-    plug-in is imported, the verify stamps re-checked, and a failure printed in one line."""
+    plug-in is imported, the verify stamps re-checked, the runner's receipts of the records it
+    reads vouched for (a judge's), and a failure printed in one line."""
     _STARTED_AS[:] = [provenance.sandbox_label()]
     try:
         spec = json.loads(args.spec)
+        from ..core.receipt import vouch
         from ..core.verify import check_stamps
 
         check_stamps(args.verified)
+        vouch(getattr(args, "receipts", None) or [])
         message = commands[args.command](args, spec)
     except UrdError as exc:
         print(f"{prog} {args.command} FAILED: {exc}", file=sys.stderr)

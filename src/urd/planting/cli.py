@@ -72,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = verbs.add_parser("tables", help="tables and figure from reports")
     p.add_argument("reports", type=Path, nargs="+")
+    p.add_argument("--receipts", nargs="*", default=[], help="the runner's receipts of the reports (urd.core.receipt)")
     for fmt in ("md", "csv", "html", "png"):
         p.add_argument(f"--{fmt}", type=Path, required=True)
     return parser
@@ -83,6 +84,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _dispatch(args) -> int:
     if args.verb == "tables":
+        from ..core.receipt import vouch
+
+        vouch(args.receipts)
         reports = [(str(p), render.tabulable(p, read_report(p, "planting"))) for p in args.reports]
         render.write_tables(reports, args.md, args.csv, args.html)
         render.write_figure(reports, args.png)

@@ -281,6 +281,9 @@ def main(argv: list[str] | None = None) -> int:
         p[name].add_argument("--fiches", required=True)
     p["sweep-judge"].add_argument("--data", required=True)
     p["sweep-judge"].add_argument("--raw", required=True)
+    for name in ("chain-judge", "sweep-judge"):
+        p[name].add_argument("--receipts", nargs="*", default=[],
+                             help="the runner's receipts of the fiches and replies (urd.core.receipt)")
     p["sweep-summary"].add_argument("--cell", nargs="+", required=True, help="SYSTEM:TASK=responses.jsonl")
     d = p["dose"]
     d.add_argument("--data", nargs="+", required=True, help="TASK=PATH")

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from ..core import receipt
 from ..core.notice import MARK, marked
 from . import sandbox
 
@@ -28,8 +29,9 @@ def run(snakemake, main: Callable[[list[str]], int], argv: Iterable) -> None:
     writes lands in the log too. Exits with the command's status: non-zero fails the job, and
     the profile's ``show-failed-logs`` prints the log.
 
-    The command runs in the job's sandbox (:mod:`.sandbox`, per ``sandbox`` in config): it sees
-    the declared inputs, writes the declared outputs, and nothing else of the working tree.
+    The command runs in a child process, in the job's sandbox (:mod:`.sandbox`, per ``sandbox``
+    in config): it sees the declared inputs, writes the declared outputs, and nothing else of the
+    working tree. When it succeeds, the runner writes the rule's ``receipt`` output, if it has one.
     """
     args = sandbox.flatten(argv)
     terminal = None
@@ -47,10 +49,14 @@ def run(snakemake, main: Callable[[list[str]], int], argv: Iterable) -> None:
         print(f"{exc}\nrule {snakemake.rule}: not run", file=sys.stderr)
         sys.exit(2)
     if not sandboxed:
-        os.environ[sandbox.ENV] = label
-        status = main(args)
+        # a child process even so: the plug-in in it cannot reach the runner, which writes the receipt
+        sys.stderr.flush()
+        status = subprocess.run(_inner(main, args), stdin=subprocess.DEVNULL, stdout=2,
+                                env={**os.environ, sandbox.ENV: label}, preexec_fn=_die_with_parent).returncode
     else:
         status = _sandboxed(snakemake, main, args)
+    if status == 0:
+        _write_receipt(snakemake, label)
     if terminal is not None:
         sys.stderr.flush()
         for line in marked(Path(snakemake.log[0]).read_text(errors="replace")):
@@ -58,11 +64,34 @@ def run(snakemake, main: Callable[[list[str]], int], argv: Iterable) -> None:
     sys.exit(status)
 
 
+def _inner(main: Callable, args: list[str]) -> list[str]:
+    return [sys.executable, "-c", _INNER, f"{main.__module__}:{main.__name__}", *args]
+
+
+def _die_with_parent() -> None:
+    """In the child, before the command: killed when the runner dies (as bwrap's --die-with-parent),
+    so a killed job leaves no command running behind it."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _write_receipt(snakemake, label: str) -> None:
+    """The rule's ``receipt`` output, where it declares one (urd.core.receipt): written here, after
+    the command has exited, over whatever the command left at that path."""
+    path = getattr(snakemake.output, "receipt", None)
+    if path is not None:
+        outputs = [o for o in sandbox.flatten(snakemake.output) if o != str(path)]
+        receipt.write(path, snakemake.rule, label, outputs)
+
+
 def _sandboxed(snakemake, main: Callable, args: list[str]) -> int:
     plan = sandbox.plan_for(snakemake)
     plan.stage()
     try:
-        inner = [sys.executable, "-c", _INNER, f"{main.__module__}:{main.__name__}", *args]
+        inner = _inner(main, args)
         sys.stderr.flush()
         # session B's checkpoint: opened here, outside, and handed over as a descriptor (not mounted)
         hidden = os.open(plan.hidden, os.O_RDONLY) if plan.hidden is not None else None

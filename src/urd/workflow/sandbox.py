@@ -320,9 +320,9 @@ def plan_for(snakemake, *, workdir: Path | None = None) -> Plan:
         return [Path(os.path.abspath(workdir / str(p))) for p in paths]
 
     inputs = [p for p in absolute(flatten(snakemake.input)) if p.exists()]
-    hidden = None
-    if snakemake.rule in HIDDEN_INPUTS:
-        hidden = absolute([getattr(snakemake.input, HIDDEN_INPUTS[snakemake.rule])])[0]
+    hidden = getattr(snakemake.input, HIDDEN_INPUTS.get(snakemake.rule, ""), None)
+    if hidden is not None:
+        hidden = absolute([hidden])[0]
         inputs = [p for p in inputs if p != hidden]
     outputs = absolute(flatten(snakemake.output))
     rule = snakemake.rule
