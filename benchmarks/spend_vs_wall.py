@@ -1,7 +1,7 @@
 """The planned spend of `snakemake -n` against what the run then took, on this machine.
 
     .venv/bin/python benchmarks/spend_vs_wall.py [--target results/urd2/tiny/pareto/summary.json]
-        [--cores 2] [--shape 0.1b] [--published]
+        [--cores 2] [--shape 0.1b] [--published] [--jobs sweep_answer]
 
 Copies the workflow into a temporary folder, reads the spend line of a dry run, runs the target
 with --cores N, and prints, from Snakemake's own records of the run (run_record): each rule's
@@ -39,6 +39,7 @@ def main(argv=None) -> int:
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--shape", choices=sorted(SHAPES), help="give tiny this shape (random weights)")
     ap.add_argument("--published", action="store_true", help="rung 2's published sizes, not tiny's reduced ones")
+    ap.add_argument("--jobs", nargs="*", default=[], metavar="RULE", help="also print each job of these rules")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         wd = workflow_copy(Path(tmp) / "wf", args.shape, args.published)
@@ -60,6 +61,9 @@ def main(argv=None) -> int:
     for rule in sorted({j.rule for j in priced}):
         mine = [j for j in priced if j.rule == rule]
         print(_row(f"{rule} ({len(mine)})", sum(j.planned_cpu for j in mine), sum(j.wall for j in mine)))
+    for rule in args.jobs:
+        for j in sorted((j for j in priced if j.rule == rule), key=lambda j: j.wildcards):
+            print(_row(f"  {j.wildcards}"[:44], j.planned_cpu, j.wall))
     notes = [j for j in priced if j.rule in ("sweep_consolidate", "chain_consolidate") and "system=summary" in j.wildcards]
     if notes:
         print(_row(f"summary's notes ({len(notes)} consolidations)", sum(j.planned_cpu for j in notes),

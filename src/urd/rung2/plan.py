@@ -131,14 +131,33 @@ def _answers_with_model(config: dict, system: str) -> bool:
     return system_class(config, system).answers_with_model
 
 
-def _distinct_fiches(config: dict, system: str, p: dict) -> int:
+def _distinct_fiches(config: dict, scale: str, system: str, task: str, p: dict) -> int:
     """How many distinct fiches an episode has across a sweep's points (what its answer job
-    decodes): one if its class declares its fiche independent of the budget, one a budget for a
-    text consolidation (the cap changes nothing), else one a point."""
+    decodes: urd.rung2.pareto.answer decodes each distinct fiche once, and a disqualified point
+    has none): one if its class declares its fiche independent of the budget, one a budget for a
+    text consolidation (the cap changes nothing). A consolidation with the model: one a point it
+    qualifies at (what it forwards fits the cap), except that notes are the same wherever their
+    budget and their length limit are (a cap that leaves more room than the budget's notes
+    take changes nothing)."""
     cls = system_class(config, system)
     if not cls.fiche_depends_on_budget:
         return 1
-    return len(p["budgets"]) if cls.consolidates_from_text else len(p["budgets"]) * len(p["caps"])
+    if cls.consolidates_from_text:
+        return len(p["budgets"])
+    transcript, _ = _task_sizes(config, task)
+    seen = set()
+    for budget in p["budgets"]:
+        for cap in p["caps"]:
+            read, _ = _consolidate_tokens(config, scale, system, task, budget, cap)
+            notes = notes_tokens(config, system, budget, scale)
+            room = None if cap is None else cap * transcript - read
+            if room is not None and room < (1 if notes else 0):
+                continue  # past the cap before a token is written: disqualified, never answered
+            if notes:  # notes: as long as the budget's bound or what the cap leaves
+                seen.add((budget, notes if room is None else min(notes, room)))
+            else:
+                seen.add((budget, cap))
+    return max(1, len(seen))
 
 
 def _writes_points_together(config: dict, system: str) -> bool:
@@ -195,7 +214,7 @@ def sweep_cpu_seconds(config: dict, scale: str, step: str, task: str, system: st
             steps = {"steps": [seg for _, n in tokens for seg in lockstep([n] * eps)["steps"]]}
         return _seconds(config, scale, prefill=eps * read, **steps)
     if step == "answer":
-        distinct = _distinct_fiches(config, system, p)
+        distinct = _distinct_fiches(config, scale, system, task, p)
         if not _answers_with_model(config, system):
             return _seconds(config, scale)
         return _seconds(config, scale, prefill=eps * distinct * 400, batched=eps * distinct * rows)
@@ -228,7 +247,7 @@ def sweep_rows(config: dict, scale: str, step: str, task: str, system: str | Non
         return eps * points if _writes_points_together(config, system) else eps
     if step == "answer" and _answers_with_model(config, system):
         q = task_queries(config, task)
-        return answered_at_once(eps * _distinct_fiches(config, system, p) * q, q)
+        return answered_at_once(eps * _distinct_fiches(config, scale, system, task, p) * q, q)
     return 0
 
 
