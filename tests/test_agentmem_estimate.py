@@ -8,9 +8,9 @@ from conftest import REPO
 from urd.agentmem import settings as settings_mod
 from urd.agentmem import trip_vs_move, update_gate
 from urd.agentmem.runtime import routes_for
-from urd.agentmem.smk import trip_vs_move_cents, update_gate_cents
 from urd.core.errors import InputError
 from urd.cost import agentmem as estimate
+from urd.workflow.agentmem import trip_vs_move_cents, update_gate_cents
 
 BASE = settings_mod.load(REPO / "config/agentmem.yaml")
 RUNS = {"move": 3, "trip-alone": 2}

@@ -332,7 +332,7 @@ def test_failed_batch_items_are_billed_as_the_server_billed_them(server, tmp_pat
 
 
 def test_the_dry_runs_estimate_is_what_a_rerun_would_still_spend(server, tmp_path):
-    from urd.agentmem import smk
+    from urd.workflow import agentmem as smk
 
     raw = make_settings(tmp_path, **BATCHED).raw
     # the job's run, as the rule's command makes it: in the target's own work folder

@@ -57,18 +57,20 @@ def retention_png(scale: str) -> str:
     return f"{FIGURES}/retention_{scale}.png"
 
 
+#: The published planting tables and figure (rules/planting.smk, the `published` target).
+PLANTING_TABLES = {fmt: f"results/planting/tables/planting.{fmt}" for fmt in ("md", "csv", "html", "png")}
+#: The published cross-store table (rules/agentmem.smk).
+STORES_TABLES = {fmt: f"results/agentmem/tables/stores.{fmt}" for fmt in ("md", "csv", "html")}
+
+
 def published_files(config: dict) -> list[str]:
     scales = published_scales(config)
     files = [table_files("retention")[f] for f in ("md", "csv", "html")]
     files += [table_files("side_metrics")[f] for f in ("md", "csv", "html")]
     files += [retention_png(s) for s in scales]
     if config.get("agentmem", {}).get("planting", {}).get("publish"):
-        from ..agentmem.smk import PLANTING_TABLES
-
         files += list(PLANTING_TABLES.values())
     if config.get("agentmem", {}).get("stores", {}).get("publish"):
-        from ..agentmem.smk import STORES_TABLES
-
         files += list(STORES_TABLES.values())
     for part in config["publish"].get("urd2", []):  # rung 2: a table a part, a figure a scale
         files += [f"{TABLES}/urd2_{part}.md", f"{TABLES}/urd2_{part}.html"]

@@ -12,7 +12,7 @@ import importlib
 #: name -> (module, attribute); attribute None: the module itself
 _NAMES = {
     "UrdError": ("urd.core.errors", "UrdError"),
-    "agentmem": ("urd.agentmem.smk", None),
+    "agentmem": ("urd.workflow.agentmem", None),
     "cell_cpu_seconds": ("urd.cost.estimate", "cell_cpu_seconds"),
     "cell_rows": ("urd.cost.estimate", "cell_rows"),
     "cell_spec": ("urd.harness.run", "cell_spec"),

@@ -6,18 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..agentmem import trip_vs_move, update_gate
+from ..agentmem.runtime import routes_for, still_to_spend
+from ..agentmem.settings import for_job, validate
 from ..core.config import merged_source
 from ..core.io import canonical_json
 from ..cost import agentmem as estimate_mod
 from ..stores import registry
-from . import trip_vs_move, update_gate
-from .runtime import routes_for, still_to_spend
-from .settings import for_job, validate
 
-#: The published planting tables and figure (rules/planting.smk, the `published` target).
-PLANTING_TABLES = {fmt: f"results/planting/tables/planting.{fmt}" for fmt in ("md", "csv", "html", "png")}
-#: The published cross-store table (rules/agentmem.smk).
-STORES_TABLES = {fmt: f"results/agentmem/tables/stores.{fmt}" for fmt in ("md", "csv", "html")}
 CASES = ("reader", "mid-trip")
 
 #: A model name as a target path segment: no slash, no spaces.
