@@ -11,5 +11,5 @@ the judges) and fold (urd.harness.fold.fold_cell) against the in-session control
 The interface to the tuning artifacts is a *tuned-state provider*: a callable taking a session
 transcript and returning its tuned WKV state (urd.controls.tuned.TunedState, or a bare array).
 urd.controls.artifacts.ArtifactProvider reads them from artifacts/replay/{scale}/{recipe}/
-{sha256 of the transcript}/.
+{sha256 of the transcript}/. Imports core, data, backbone, systems and the harness.
 """

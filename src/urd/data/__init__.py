@@ -1,1 +1,2 @@
-"""urd rung-1 tasks: seeded episode generators, one module per task."""
+"""The episodes: T1 and T2's seeded generators (one module a task), rung 2's chains, the
+session views, `calibrate`, the oracle. Imports core and backbone (the oracle's tokenizer)."""
