@@ -19,7 +19,7 @@ the paths the jobs take (urd.backbone.batch), timing:
   notes at the published sweep start with up to 168 rows, one a budget, cap and episode, and
   leave the batch as each ends: urd.cost.estimate.lockstep and step_ms);
 * batch_tokens_per_s: the T1 queries of 6 episodes (150 rows, 12 new tokens at most) answered in
-  one batch from their session-B headers (urd.harness.context.answer_groups, as an answer job
+  one batch from their session-B headers (urd.session.context.answer_groups, as an answer job
   does), in the estimate's units: each query counted as 16 prompt tokens + 12
   (urd.cost.estimate.cell_cpu_seconds).
 
@@ -54,8 +54,8 @@ def child(checkpoint: str, spawned: float) -> dict:
     from urd.backbone.batch import prefill as sequence_prefill
     from urd.core.config import load_config
     from urd.data import calibrate, views
-    from urd.harness.context import Decode, answer_groups
     from urd.harness.runner import as_handle
+    from urd.session.context import Decode, answer_groups
 
     bb = Backbone.load(checkpoint)
     bb.tokenizer.encode("warm")

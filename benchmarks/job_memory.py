@@ -6,7 +6,7 @@ Each measurement is a fresh process (peak RSS, `ru_maxrss`, is per process) on a
 checkpoint of the shape: it loads the model, prefills one T1 transcript through the sequence
 pass (the prefill job's work), then answers the T1 queries of `n` session-B contexts (each a
 header and the first 1,200 characters of a transcript, 25 queries each) in one batch, as an
-answer job does (urd.harness.context.answer_groups): 25 n rows. Prints each run's peak, the
+answer job does (urd.session.context.answer_groups): 25 n rows. Prints each run's peak, the
 straight line through them (the model's memory, and each row's), the state a row carries by
 arithmetic, and the `cpu_memory` entry the workflow's estimate reads
 (urd.cost.estimate.job_resources: a job declares model_mb + rows x row_mb as `mem_mb`).
@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from rung1_cpu import SHAPES
 
-from urd.harness.context import MAX_BATCH_ROWS
+from urd.session.context import MAX_BATCH_ROWS
 
 QUERIES = 25  # T1 queries an episode
 
@@ -38,8 +38,8 @@ def child(checkpoint: str, contexts: int, limit: int) -> dict:
     from urd.backbone.batch import prefill
     from urd.core.config import load_config
     from urd.data import calibrate, views
-    from urd.harness.context import Decode, answer_groups
     from urd.harness.runner import as_handle
+    from urd.session.context import Decode, answer_groups
 
     config = load_config()
     bb = Backbone.load(checkpoint)

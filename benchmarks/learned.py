@@ -22,10 +22,10 @@ sys.path.insert(0, str(REPO / "src"))
 from urd.backbone.adapter import Backbone  # noqa: E402
 from urd.core.config import load_config  # noqa: E402
 from urd.core.io import read_jsonl  # noqa: E402
-from urd.harness.context import Decode  # noqa: E402
-from urd.harness.handle import ModelHandle  # noqa: E402
 from urd.harness.runner import run_control, run_system  # noqa: E402
 from urd.harness.scoring import episode_scores  # noqa: E402
+from urd.session.context import Decode  # noqa: E402
+from urd.session.handle import ModelHandle  # noqa: E402
 from urd.systems import registry  # noqa: E402
 from urd.tables.bootstrap import Bootstrap  # noqa: E402
 from urd.tables.writeup import mean_interval  # noqa: E402

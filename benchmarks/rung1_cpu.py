@@ -35,9 +35,9 @@ from urd.backbone.tiny import write_tiny_checkpoint
 from urd.core.config import load_config
 from urd.data import calibrate, views
 from urd.harness import fiches
-from urd.harness.context import ContextAnswerer, Decode
-from urd.harness.handle import ModelHandle
 from urd.harness.runner import answer_cell, answer_control, consolidate_cell
+from urd.session.context import ContextAnswerer, Decode
+from urd.session.handle import ModelHandle
 from urd.systems import registry
 
 SHAPES = {"0.1b": dict(n_layer=12, n_embd=768), "0.4b": dict(n_layer=24, n_embd=1024), "tiny": dict(n_layer=2, n_embd=128)}

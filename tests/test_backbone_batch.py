@@ -12,8 +12,8 @@ from urd.backbone.batch import forward_batch, generate_batch, stack_state
 from urd.backbone.tiny import write_tiny_checkpoint
 from urd.core.errors import InputError
 from urd.data import calibrate
-from urd.harness.context import Decode, answer_groups, batches
-from urd.harness.handle import ModelHandle
+from urd.session.context import Decode, answer_groups, batches
+from urd.session.handle import ModelHandle
 
 EPISODES = (0, 1)
 

@@ -51,8 +51,8 @@ def consolidate(cell, system, out="fiches.jsonl", budget=120):
 def test_a_stash_on_the_system_finds_nothing_in_session_b(cell):
     # In one process the stash works: this is what the boundary has to stop.
     from urd.backbone.adapter import Backbone
-    from urd.harness.context import Decode
     from urd.harness.runner import run_system
+    from urd.session.context import Decode
     from urd.systems import registry
 
     sys.path.insert(0, str(TESTS))
@@ -133,8 +133,8 @@ def test_the_prefill_cache_serves_transcripts_and_the_meter_still_counts_them(ce
     """state_carry and summary read the transcript from the prefill job's state: the same fiche
     as reading it afresh, nothing forwarded twice, and every token still metered and declared."""
     from urd.harness import prefill
-    from urd.harness.handle import ModelHandle
     from urd.harness.runner import consolidate_cell
+    from urd.session.handle import ModelHandle
     from urd.systems import registry
 
     sessions = read_jsonl(cell["dir"] / "a.jsonl")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from urd.data import calibrate
-from urd.harness.context import Decode
-from urd.harness.contract import BudgetViolation, check
 from urd.harness.runner import run_system
+from urd.session.context import Decode
+from urd.session.contract import BudgetViolation, check
 from urd.systems.base import MemorySystem
 
 DECODE = Decode(max_new_tokens=2)

@@ -17,9 +17,9 @@ from urd.controls.artifacts import ArtifactProvider, artifact_dir, evaluated_tra
 from urd.controls.evaluate import Recipe, bits_curve, ceiling
 from urd.controls.tuned import TunedState, TunedStateSystem, as_tuned, state_with_wkv, wkv_shape
 from urd.core.errors import InputError
-from urd.harness.context import Decode
-from urd.harness.contract import BudgetViolation
 from urd.harness.runner import run_control
+from urd.session.context import Decode
+from urd.session.contract import BudgetViolation
 from urd.systems.packing import ENTRY_BYTES, unpack_topk
 
 

@@ -14,8 +14,8 @@ from conftest import copy_workflow, snakemake
 
 from urd.core.errors import InputError
 from urd.cost.estimate import answered_at_once, cell_cpu_seconds, cell_rows, job_resources
-from urd.harness.context import MAX_BATCH_ROWS
 from urd.rung2 import plan
+from urd.session.context import MAX_BATCH_ROWS
 
 
 @pytest.fixture

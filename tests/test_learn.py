@@ -479,10 +479,10 @@ def test_vanilla_sits_at_its_floor_on_the_shipped_model(cfg, shipped):
     no code and no marker."""
     from urd.backbone.adapter import Backbone
     from urd.data import calibrate
-    from urd.harness.context import Decode
-    from urd.harness.handle import ModelHandle
     from urd.harness.runner import run_control, run_system
     from urd.harness.scoring import episode_scores
+    from urd.session.context import Decode
+    from urd.session.handle import ModelHandle
     from urd.systems import registry
 
     bb = Backbone.load(shipped)

@@ -17,8 +17,6 @@ from urd.core.errors import DigestMismatch, InputError
 from urd.core.io import atomic_write_jsonl, sha256_bytes
 from urd.cost.estimate import tune_resources
 from urd.data import calibrate
-from urd.harness.context import Decode
-from urd.harness.contract import BudgetViolation
 from urd.harness.runner import run_control, run_system
 from urd.harness.summarize import main as summarize_main
 from urd.replay import plan
@@ -26,6 +24,8 @@ from urd.replay.artifact import RUN_FIELDS, read_artifact
 from urd.replay.costs import fold_costs
 from urd.replay.recipe import resolve
 from urd.replay.tune import main as tune_main
+from urd.session.context import Decode
+from urd.session.contract import BudgetViolation
 from urd.systems import registry
 from urd.systems.packing import ENTRY_BYTES, capacity, pack_topk, unpack_topk
 

@@ -9,8 +9,8 @@ import pytest
 
 from urd.core.errors import InputError
 from urd.data import calibrate
-from urd.harness.context import Decode
 from urd.harness.runner import run_control, run_system
+from urd.session.context import Decode
 from urd.systems import registry
 from urd.systems.gzip_tail import longest_fitting_tail, squeeze
 from urd.systems.packing import ENTRY_BYTES, pack_topk, unpack_topk
@@ -95,7 +95,7 @@ def test_each_builtins_pricing_flags_say_what_its_jobs_run(tiny_backbone, urd_co
     a text consolidation forwards nothing, an answer from the fiche alone forwards nothing, and
     notes never run past notes_tokens."""
     from urd.backbone.tokenizer import count_tokens
-    from urd.harness.handle import ModelHandle
+    from urd.session.handle import ModelHandle
     from urd.systems.summary import INSTRUCTION
 
     ep = calibrate.t1_episode(urd_config, 1)
@@ -169,8 +169,8 @@ def test_a_system_carries_the_name_it_is_registered_under(tiny_backbone, t1_epis
     """Two entries of one class (or a class that never set `name`) keep their own names in the
     fiche records that rung 2's tables label points by, and a plug-in's contract breach names its
     module:Class."""
-    from urd.harness.contract import BudgetViolation
     from urd.harness.runner import consolidate_cell
+    from urd.session.contract import BudgetViolation
 
     plugins = {"tail_a": "urd.systems.gzip_tail:GzipTail", "tail_b": "urd.systems.gzip_tail:GzipTail"}
     names = {}

@@ -12,9 +12,9 @@ import pytest
 from urd.core.errors import InputError
 from urd.core.manifest import read_manifest
 from urd.data import chains as chain_data
-from urd.harness.context import Decode
-from urd.harness.handle import ModelHandle
 from urd.rung2 import chains, dose, flops, pareto, plan
+from urd.session.context import Decode
+from urd.session.handle import ModelHandle
 from urd.systems import registry
 from urd.systems.base import MemorySystem
 from urd.systems.symbolic import T1_ENTRY, Symbolic, pack_t1, t1_entries, unpack_t1
@@ -274,8 +274,8 @@ def test_a_sweep_written_in_one_batch_gives_each_points_fiches_tokens_and_violat
     """summary writes every (budget, cap) point in one batch, each row stopping at its own
     limits: the records are those of each point written alone, metered tokens included."""
     from urd.data import calibrate, views
-    from urd.harness.contract import BudgetViolation
     from urd.harness.runner import consolidate_cell, consolidate_points
+    from urd.session.contract import BudgetViolation
 
     # transcripts cut short, so that the last point's notes (up to 4096 bytes) would pass its cap
     # of 2 x the transcript: they stop where the cap would be passed
@@ -336,8 +336,8 @@ class _SharedWork(MemorySystem):
 
 def test_a_sweeps_unscoped_work_is_charged_to_every_point_and_a_short_answer_is_refused(tiny_backbone, urd_config):
     from urd.data import calibrate, views
-    from urd.harness.contract import BudgetViolation
     from urd.harness.runner import consolidate_points
+    from urd.session.contract import BudgetViolation
 
     a = [views.session_a(calibrate.t1_episode(urd_config, i)) for i in range(2)]
     points = [("30B@10x", 30, 10), ("120B@10x", 120, 10)]

@@ -54,8 +54,8 @@ def main(argv: list[str] | None = None) -> int:
         from ..backbone.adapter import Backbone
         from ..core.io import atomic_write_json, atomic_write_jsonl, read_jsonl, sha256_file
         from ..core.provenance import code_digest, git_commit, package_versions
-        from ..harness.context import Decode
         from ..harness.run import sandbox_label, select
+        from ..session.context import Decode
         from ..systems import registry
         from .artifacts import ArtifactProvider
         from .evaluate import Recipe, bits_curve, ceiling

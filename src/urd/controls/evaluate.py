@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..harness.context import Decode
 from ..harness.fold import fold_cell
 from ..harness.runner import run_control, run_system
+from ..session.context import Decode
 from .tuned import TunedStateProvider, TunedStateSystem
 
 

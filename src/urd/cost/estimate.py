@@ -14,7 +14,7 @@ import math
 
 from ..core.config import merged_source
 from ..core.errors import InputError
-from ..harness.context import MAX_BATCH_ROWS
+from ..session.context import MAX_BATCH_ROWS
 
 # Protocol sizes (measured on the generated data; results/urd/oracle.json has the exact ones).
 TRANSCRIPT_TOKENS = {"t1": 1850, "t2": 180}
@@ -141,7 +141,7 @@ def controls_cpu_seconds(config: dict, scale: str, tasks: list[str], evaluations
 # --- a CPU job's memory and wall-time limit (what a cluster is asked for) -------------------
 # A job holds the model and, while it decodes, one recurrent state per row of its batch (a
 # cell's queries decode in one batch, a sweep's in batches of whole contexts of up to
-# MAX_BATCH_ROWS: urd.harness.context): its peak is a straight line in the rows, measured per
+# MAX_BATCH_ROWS: urd.session.context): its peak is a straight line in the rows, measured per
 # scale by benchmarks/job_memory.py (config `cpu_memory`).
 
 

@@ -16,7 +16,7 @@ import sys
 
 from ..core.errors import InputError
 from ..core.io import atomic_write_jsonl, read_jsonl
-from .contract import Consolidation
+from ..session.contract import Consolidation
 
 FIELDS = ("system", "task", "split", "episode", "fiche_b64", "fiche_sha256", *Consolidation.__dataclass_fields__)
 

@@ -78,7 +78,7 @@ def prefill_bin(index_path: str | Path) -> Path:
 
 def model_handle(checkpoint: str, spec: dict):
     """A metered handle that loads the checkpoint on first use."""
-    from .handle import ModelHandle
+    from ..session.handle import ModelHandle
 
     def load():
         from ..backbone.adapter import Backbone
@@ -94,7 +94,7 @@ def session_b_handle(checkpoint: str, spec: dict):
     so the plug-in reaches the model through the metered handle only."""
     from ..backbone.adapter import Backbone
     from ..core import hidden
-    from .handle import ModelHandle
+    from ..session.handle import ModelHandle
 
     with hidden.named(checkpoint) as path:
         backbone = Backbone.load(path, strategy=spec["strategy"])
@@ -104,7 +104,7 @@ def session_b_handle(checkpoint: str, spec: dict):
 
 def decode_of(spec: dict):
     """The decoding settings of every answer (the spec's decode block)."""
-    from .context import Decode
+    from ..session.context import Decode
 
     return Decode(max_new_tokens=spec["decode"]["max_new_tokens"])
 

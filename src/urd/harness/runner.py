@@ -22,9 +22,10 @@ import time
 
 from ..backbone.tokenizer import count_tokens
 from ..core.errors import InputError
-from . import contract, fiches
-from .context import Decode, answer_groups, batched
-from .handle import ModelHandle
+from ..session import contract
+from ..session.context import Decode, answer_groups, batched
+from ..session.handle import ModelHandle
+from . import fiches
 from .scoring import judge_t1, judge_t2
 
 

@@ -149,9 +149,9 @@ def control_scores(checkpoint: str, episodes: dict[str, list[dict]], decode: dic
     """The in-session control on `episodes`, through the benchmark's own load, decode and judges
     (T1's judge at `code_length`: the curriculum's shorter codes)."""
     from ..backbone.adapter import Backbone
-    from ..harness.context import Decode
     from ..harness.runner import run_control
     from ..harness.scoring import episode_scores, judge_t1
+    from ..session.context import Decode
 
     bb = Backbone.load(checkpoint, strategy="cpu fp32")
     out = {}

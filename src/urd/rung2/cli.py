@@ -207,8 +207,8 @@ def cmd_sweep_summary(args, spec):
 # --- dose-response --------------------------------------------------------------------------
 def cmd_dose(args, spec):
     from ..backbone.adapter import Backbone
-    from ..harness.context import Decode
     from ..harness.run import select
+    from ..session.context import Decode
     from . import dose
 
     data, ctrl = _pairs(args.data, "--data"), _pairs(args.control, "--control")

@@ -2,7 +2,7 @@
 
 A sweep point is (fiche budget, consolidation cap factor). For one system and task, one job
 consolidates every evaluated episode at every point (the transcripts' states are computed once
-and shared by all points: urd.harness.handle's prefix cache; a system with consolidate_sweep()
+and shared by all points: urd.session.handle's prefix cache; a system with consolidate_sweep()
 writes all points in one batch: urd.harness.runner.consolidate_points), and one job answers every point
 together, each distinct (episode, fiche) decoded once: a system whose fiche does not depend on
 the cap (gzip_tail, retrieval) is not decoded again per cap.
@@ -24,10 +24,10 @@ from collections import defaultdict
 
 from ..core.errors import InputError
 from ..harness import fiches
-from ..harness.contract import BudgetViolation
 from ..harness.fold import _r, by_episode, sandbox_labels
 from ..harness.runner import answer_cells, consolidate_points, judge_cell
 from ..harness.scoring import episode_scores
+from ..session.contract import BudgetViolation
 from . import flops as flops_of
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..harness.context import ContextAnswerer, Decode
-from ..harness.handle import ModelHandle
+from ..session.context import ContextAnswerer, Decode
+from ..session.handle import ModelHandle
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class MemorySystem:
     work scoped under (point index, episode index) (urd.systems.summary does it); it must give
     what consolidate_batch() gives point by point (urd.harness.runner.consolidate_points).
 
-    `self.backbone` is a metered ModelHandle (urd.harness.handle), never the raw model.
+    `self.backbone` is a metered ModelHandle (urd.session.handle), never the raw model.
     """
 
     name = "unnamed"  # the registry sets the name the system is registered under
