@@ -122,17 +122,17 @@ rule agentmem_stores_table:
         ),
     output:
         md=report(
-            W.agentmem.STORES_TABLES["md"],
+            W.tables.STORES_TABLES["md"],
             category="Agent-memory stores",
             subcategory="table (Markdown)",
         ),
         csv=report(
-            W.agentmem.STORES_TABLES["csv"],
+            W.tables.STORES_TABLES["csv"],
             category="Agent-memory stores",
             subcategory="table (CSV)",
         ),
         html=report(
-            W.agentmem.STORES_TABLES["html"], category="Agent-memory stores", subcategory="table"
+            W.tables.STORES_TABLES["html"], category="Agent-memory stores", subcategory="table"
         ),
     log:
         "logs/agentmem/stores_table.log",

@@ -85,13 +85,13 @@ rule planting_tables:
         receipts=expand("results/planting/{model}/report.receipt.json", model=PLANTING["publish"]),
     output:
         md=report(
-            W.agentmem.PLANTING_TABLES["md"], category="Planting", subcategory="table (Markdown)"
+            W.tables.PLANTING_TABLES["md"], category="Planting", subcategory="table (Markdown)"
         ),
         csv=report(
-            W.agentmem.PLANTING_TABLES["csv"], category="Planting", subcategory="table (CSV)"
+            W.tables.PLANTING_TABLES["csv"], category="Planting", subcategory="table (CSV)"
         ),
-        html=report(W.agentmem.PLANTING_TABLES["html"], category="Planting", subcategory="table"),
-        png=report(W.agentmem.PLANTING_TABLES["png"], category="Planting", subcategory="figure"),
+        html=report(W.tables.PLANTING_TABLES["html"], category="Planting", subcategory="table"),
+        png=report(W.tables.PLANTING_TABLES["png"], category="Planting", subcategory="figure"),
     log:
         "logs/planting/tables.log",
     conda:
