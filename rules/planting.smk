@@ -87,9 +87,7 @@ rule planting_tables:
         md=report(
             W.tables.PLANTING_TABLES["md"], category="Planting", subcategory="table (Markdown)"
         ),
-        csv=report(
-            W.tables.PLANTING_TABLES["csv"], category="Planting", subcategory="table (CSV)"
-        ),
+        csv=report(W.tables.PLANTING_TABLES["csv"], category="Planting", subcategory="table (CSV)"),
         html=report(W.tables.PLANTING_TABLES["html"], category="Planting", subcategory="table"),
         png=report(W.tables.PLANTING_TABLES["png"], category="Planting", subcategory="figure"),
     log:
