@@ -123,6 +123,10 @@ def test_each_builtins_pricing_flags_say_what_its_jobs_run(tiny_backbone, urd_co
         other = registry.build(name, ModelHandle(tiny_backbone), settings=settings)
         other.consolidation_factor = 3
         assert (other.consolidate(ep["transcript"], 960) != fiche) is cls.fiche_depends_on_budget, name
+        if not cls.fiche_depends_on_cap:  # declared the same at every cap that admits it
+            capped = registry.build(name, ModelHandle(tiny_backbone), settings=settings)
+            capped.consolidation_factor = 2
+            assert capped.consolidate(ep["transcript"], 120) == fiche, name
 
 
 def test_control_prefills_the_shared_transcript_once(tiny_backbone, urd_config):

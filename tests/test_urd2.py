@@ -475,18 +475,20 @@ def test_published_lists_the_rung2_parts_the_config_names(urd_config):
                                                  "results/urd/figures/urd2_dose_learned.png"]
 
 
-def test_the_answer_job_is_priced_at_the_distinct_fiches_the_sweep_writes(tiny_backbone, urd_config):
+@pytest.mark.parametrize("name", ["summary", "state_carry"])
+def test_the_answer_job_is_priced_at_the_distinct_fiches_the_sweep_writes(tiny_backbone, urd_config, name):
     """The sweep's answer job decodes each distinct qualified fiche of an episode once
     (pareto.answer); the plan counts them from the system's declaration: summary's notes are the
-    same wherever their budget and length limit are, and a point over its cap has none."""
+    same wherever their budget and length limit are, state_carry's state at every cap that
+    admits it, and a point over its cap has none."""
     from urd.data import calibrate, views
 
     task = "t2"  # T1's 1,850-token transcripts take minutes on tiny; the plan's rule is the same
     p = plan.settings(urd_config, "tiny", "pareto")
     a = [views.session_a(calibrate.t2_episode(urd_config, 0))]
-    settings = urd_config.get("system_settings", {}).get("summary", {})
-    system = registry.build("summary", ModelHandle(tiny_backbone), settings=settings)
+    settings = urd_config.get("system_settings", {}).get(name, {})
+    system = registry.build(name, ModelHandle(tiny_backbone), settings=settings)
     recs = pareto.consolidate(system, task, a, p["budgets"], p["caps"])
     written = {r["fiche_sha256"] for r in recs if "violation" not in r}
     assert len(recs) == len(p["budgets"]) * len(p["caps"]) > len(written)  # the collapse is real
-    assert plan._distinct_fiches(urd_config, "tiny", "summary", task, p) == len(written)
+    assert plan._distinct_fiches(urd_config, "tiny", name, task, p) == len(written)

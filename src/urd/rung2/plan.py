@@ -138,7 +138,8 @@ def _distinct_fiches(config: dict, scale: str, system: str, task: str, p: dict) 
     text consolidation (the cap changes nothing). A consolidation with the model: one a point it
     qualifies at (what it forwards fits the cap), except that notes are the same wherever their
     budget and their length limit are (a cap that leaves more room than the budget's notes
-    take changes nothing)."""
+    take changes nothing), and a class that declares its fiche independent of the cap
+    (fiche_depends_on_cap) has one a budget."""
     cls = system_class(config, system)
     if not cls.fiche_depends_on_budget:
         return 1
@@ -156,7 +157,7 @@ def _distinct_fiches(config: dict, scale: str, system: str, task: str, p: dict) 
             if notes:  # notes: as long as the budget's bound or what the cap leaves
                 seen.add((budget, notes if room is None else min(notes, room)))
             else:
-                seen.add((budget, cap))
+                seen.add((budget, cap) if cls.fiche_depends_on_cap else (budget,))
     return max(1, len(seen))
 
 

@@ -53,6 +53,9 @@ class MemorySystem:
     answers_with_model = True  # False: answers come from the fiche without a forward
     # False: the same fiche at every budget and cap (a sweep decodes its answers once an episode)
     fiche_depends_on_budget = True
+    # False: the same fiche at every cap that admits the consolidation (a sweep decodes its
+    # answers once a budget); a system that adapts to its consolidation_factor leaves it True
+    fiche_depends_on_cap = True
 
     @classmethod
     def notes_tokens(cls, budget_bytes: int | None, settings: dict) -> int:

@@ -26,7 +26,7 @@ RESERVED = {"control"}  # the in-session control's results directory
 
 
 #: class attributes the dry run prices a system by (urd.systems.base.MemorySystem)
-PRICING_FLAGS = ("consolidates_from_text", "answers_with_model", "fiche_depends_on_budget")
+PRICING_FLAGS = ("consolidates_from_text", "answers_with_model", "fiche_depends_on_budget", "fiche_depends_on_cap")
 
 def _table(plugins: dict | None, source: str = "config") -> dict[str, str]:
     """Built-ins and plug-ins by name. A plug-in may not take a built-in's name: results,

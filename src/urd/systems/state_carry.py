@@ -12,6 +12,7 @@ from .packing import pack_topk, unpack_topk
 
 class StateCarry(MemorySystem):
     name = "state_carry"
+    fiche_depends_on_cap = False  # the transcript's state, whatever cap admits reading it
 
     def consolidate(self, transcript, budget_bytes):
         _, state = self.prefill_transcript(transcript)
