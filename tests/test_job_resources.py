@@ -16,6 +16,7 @@ from urd.core.errors import InputError
 from urd.cost.estimate import answered_at_once, cell_cpu_seconds, cell_rows, job_resources
 from urd.rung2 import plan
 from urd.session.context import MAX_BATCH_ROWS
+from urd.systems.state_carry import StateCarry
 
 
 @pytest.fixture
@@ -52,16 +53,26 @@ def test_a_cells_rows_follow_its_step_and_the_evaluated_slice(urd_config):
     assert answered_at_once(5000, 2000) == 2000
 
 
+class CappedState(StateCarry):
+    """A state system whose fiche depends on the consolidation cap (as one that adapts to it)."""
+
+    fiche_depends_on_cap = True
+
+
 def test_rung2_rows_count_what_one_batch_decodes(urd_config):
     c = copy.deepcopy(urd_config)
     p, ch = c["urd2"]["pareto"], c["urd2"]["chains"]
     eps, points = p["episodes"], len(p["budgets"]) * len(p["caps"])
     # 6 x 28 points x 25 = 4,200 queries, in batches of whole contexts up to MAX_BATCH_ROWS
     assert eps * points * 25 == 4200 and plan.sweep_rows(c, "0.1b", "answer", "t1", "state_carry") == MAX_BATCH_ROWS
-    # a text fiche does not depend on the cap: one decode per budget; a state system's per point
+    # a text fiche does not depend on the cap, nor does state_carry's state (it says so): one
+    # decode per budget; a state system whose fiche depends on the cap, one per point
     p["episodes"] = 2
     assert plan.sweep_rows(c, "0.1b", "answer", "t1", "retrieval") == 2 * len(p["budgets"]) * 25 == 350
-    assert plan.sweep_rows(c, "0.1b", "answer", "t1", "state_carry") == min(2 * points * 25, MAX_BATCH_ROWS)
+    assert plan.sweep_rows(c, "0.1b", "answer", "t1", "state_carry") == 350
+    c["plugins"] = {"capped": "test_job_resources:CappedState"}
+    qualified = len(p["budgets"]) * sum(cap is None or cap >= 1 for cap in p["caps"])  # reading fits the cap
+    assert plan.sweep_rows(c, "0.1b", "answer", "t1", "capped") == min(2 * qualified * 25, MAX_BATCH_ROWS)
     p["episodes"] = eps
     assert plan.sweep_rows(c, "0.1b", "answer", "t1", "symbolic") == 0  # answers without the model
     # vanilla decodes every query from its empty fiche, the same at every point: once an episode
