@@ -1,14 +1,15 @@
 """The job runner's receipt: how a job ran, written by the runner after its command has exited.
 
 A job that runs a plug-in (consolidation and answering, rung 1's and rung 2's; the agent-memory
-and planting runs, whose stores and strategies are plug-ins) labels each record or report it writes with how its process was run (``sandbox``: "bwrap", or "off (<why>)"). The plug-in runs
-in that process, so under ``sandbox: off`` it could rewrite the label. The label that counts is
-the runner's (:mod:`urd.workflow.job`): it runs the command in a child process, and when that has
+and planting runs, whose stores and strategies are plug-ins) labels each record or report it
+writes with how its process was run (``sandbox``: "bwrap", or "off (<why>)"). The plug-in runs in
+that process, so under ``sandbox: off`` it could rewrite the label. The label that counts is the
+runner's (:mod:`urd.workflow.job`): it runs the command in a child process and, when that has
 exited, writes the rule's ``receipt`` output itself: its label and the digest of each declared
-output. The judges and the suites' tables :func:`vouch` for their inputs against it before reading them: an output
-changed since its job ended, or a record whose label is not the runner's, is refused, naming the
-file, the record and both labels. Nothing the command writes survives as a receipt: the runner
-overwrites whatever stands at that path.
+output. The judges and the suites' tables :func:`vouch` for their inputs against it before
+reading them: an output changed since its job ended, or a record whose label is not the
+runner's, is refused, naming the file, the record and both labels. Nothing the command writes
+survives as a receipt: the runner overwrites whatever stands at that path.
 """
 
 from __future__ import annotations

@@ -148,9 +148,9 @@ def _distinct_fiches(config: dict, scale: str, system: str, task: str, p: dict) 
     transcript, _ = _task_sizes(config, task)
     seen = set()
     for budget in p["budgets"]:
+        notes = notes_tokens(config, system, budget, scale)
         for cap in p["caps"]:
             read, _ = _consolidate_tokens(config, scale, system, task, budget, cap)
-            notes = notes_tokens(config, system, budget, scale)
             room = None if cap is None else cap * transcript - read
             if room is not None and room < (1 if notes else 0):
                 continue  # past the cap before a token is written: disqualified, never answered

@@ -319,13 +319,13 @@ def plan_for(snakemake, *, workdir: Path | None = None) -> Plan:
         # where the job looks (symbolic links kept: the job opens the path, not its target)
         return [Path(os.path.abspath(workdir / str(p))) for p in paths]
 
+    rule = snakemake.rule
     inputs = [p for p in absolute(flatten(snakemake.input)) if p.exists()]
-    hidden = getattr(snakemake.input, HIDDEN_INPUTS.get(snakemake.rule, ""), None)
+    hidden = getattr(snakemake.input, HIDDEN_INPUTS.get(rule, ""), None)  # not mounted: a descriptor
     if hidden is not None:
         hidden = absolute([hidden])[0]
         inputs = [p for p in inputs if p != hidden]
     outputs = absolute(flatten(snakemake.output))
-    rule = snakemake.rule
     config = snakemake.config
     network = NETWORK.get(rule, lambda wc: False)(dict(snakemake.wildcards.items()))
     writable = []
