@@ -5,11 +5,11 @@ when one exists, else from the scripted arm's call graph at list prices; the bou
 import pytest
 from conftest import REPO
 
-from urd.agentmem import settings as settings_mod
 from urd.agentmem import trip_vs_move, update_gate
 from urd.agentmem.runtime import routes_for
 from urd.core.errors import InputError
 from urd.cost import agentmem as estimate
+from urd.stores import settings as settings_mod
 from urd.workflow.agentmem import trip_vs_move_cents, update_gate_cents
 
 BASE = settings_mod.load(REPO / "config/agentmem.yaml")

@@ -8,7 +8,7 @@ from conftest import REPO
 from urd.stores.reference.gates import BEFORE_1_187, CHANGES_ONLY, PRODUCTION, RecordedAnswers, retires, settle
 from urd.stores.reference.markers import has_past_value_marker
 
-PAIRS = REPO / "src/urd/agentmem/data/pairs"
+PAIRS = REPO / "src/urd/data/agentmem/pairs"
 
 
 class Asked:

@@ -11,11 +11,11 @@ import pytest
 from conftest import REPO
 from fake_messages_api import FakeMessagesAPI
 
-from urd.agentmem import settings as settings_mod
 from urd.agentmem import trip_vs_move, update_gate
 from urd.agentmem.runtime import NotConfirmed
 from urd.core.io import atomic_write_json
 from urd.llm import fenced_blocks
+from urd.stores import settings as settings_mod
 
 KEY = "sk-ant-sentinel-key-0123456789-never-in-a-file"
 MODEL = "claude-sonnet-5-5"

@@ -5,8 +5,8 @@ import pytest
 import yaml
 from conftest import REPO
 
-from urd.agentmem import settings as settings_mod
 from urd.core.errors import InputError
+from urd.stores import settings as settings_mod
 
 
 def test_the_defaults_validate_under_one_top_level_key():

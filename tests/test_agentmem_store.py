@@ -5,8 +5,8 @@ from datetime import date
 import pytest
 from conftest import REPO
 
-from urd.agentmem.cases import CASES, load_note, verify_notes
 from urd.core.errors import DigestMismatch, InputError
+from urd.data.agentmem.cases import CASES, load_note, verify_notes
 from urd.stores.reference.claims import ClaimStore
 from urd.stores.reference.ingest import keep_end_date, pair_partners
 

@@ -7,11 +7,11 @@ import json
 import pytest
 from conftest import REPO
 
-from urd.agentmem import settings as settings_mod
 from urd.agentmem import trip_vs_move
 from urd.agentmem.checks import NotRescorable
 from urd.agentmem.scripted import ScriptedTable
 from urd.core.io import pretty_json
+from urd.stores import settings as settings_mod
 
 QUIET = {"log": lambda line: None}
 

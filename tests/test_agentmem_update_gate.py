@@ -7,11 +7,11 @@ import shutil
 import pytest
 from conftest import REPO
 
-from urd.agentmem import pairs as pairs_mod
-from urd.agentmem import settings as settings_mod
 from urd.agentmem import update_gate
 from urd.agentmem.scoring import score_set
 from urd.core.errors import DigestMismatch
+from urd.data.agentmem import pair_sets as pairs_mod
+from urd.stores import settings as settings_mod
 
 
 @pytest.fixture(scope="module")

@@ -15,12 +15,12 @@ import torch
 
 from urd.controls.artifacts import ArtifactProvider, artifact_dir, evaluated_transcript_digests, transcript_sha256
 from urd.controls.evaluate import Recipe, bits_curve, ceiling
-from urd.controls.tuned import TunedState, TunedStateSystem, as_tuned, state_with_wkv, wkv_shape
+from urd.controls.tuned import TunedState, TunedStateSystem, as_tuned
 from urd.core.errors import InputError
 from urd.harness.runner import run_control
 from urd.session.context import Decode
 from urd.session.contract import BudgetViolation
-from urd.systems.packing import ENTRY_BYTES, unpack_topk
+from urd.systems.packing import ENTRY_BYTES, state_with_wkv, unpack_topk, wkv_shape
 
 
 def direct_score(task: str, records: list[dict]) -> float | None:

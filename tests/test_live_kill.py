@@ -20,10 +20,10 @@ from conftest import REPO
 from fake_messages_api import FakeMessagesAPI
 from messages_server import MessagesServer
 
-from urd.agentmem import settings as settings_mod
 from urd.llm.ledger import SpendLedger
 from urd.planting import world
 from urd.planting.scripted import PlantingResponder
+from urd.stores import settings as settings_mod
 
 MODEL = "claude-sonnet-5-5"
 MASTER_SEED = 20260807

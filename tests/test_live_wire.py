@@ -13,10 +13,10 @@ from test_agentmem_live import MODEL, QUIET, SMALL
 from test_agentmem_live import make_settings as live_settings
 
 from urd.agentmem import cli as agentmem_cli
-from urd.agentmem import settings as settings_mod
 from urd.agentmem import trip_vs_move, update_gate
 from urd.llm.batches import BatchJournal
 from urd.llm.ledger import SpendLedger
+from urd.stores import settings as settings_mod
 
 KEY = "sk-ant-wire-test-key"
 

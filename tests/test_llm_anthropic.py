@@ -149,10 +149,10 @@ def test_a_reply_cut_twice_fails_the_call_naming_the_budget(monkeypatch, tmp_pat
 def test_the_configured_retry_policy_re_asks_an_extraction_and_never_a_probe(monkeypatch, tmp_path):
     """config/agentmem.yaml: an extraction cut at its budget is asked again at twice it; a
     two-line probe cut at 1,024 tokens is off its protocol and is not asked again."""
-    from urd.agentmem import purposes as P
-    from urd.agentmem import settings as settings_mod
     from urd.agentmem.runtime import build_llm, routes_for
     from urd.llm import Meter, Truncated
+    from urd.llm import purposes as P
+    from urd.stores import settings as settings_mod
 
     seen = []
 
@@ -218,10 +218,10 @@ def test_a_reply_cut_by_the_context_window_is_truncated_and_a_refusal_is_never_a
 
 
 def test_the_estimate_counts_input_tokens_with_the_api_when_asked(monkeypatch):
-    from urd.agentmem import settings as settings_mod
     from urd.agentmem import trip_vs_move
     from urd.agentmem.cli import token_counter
     from urd.agentmem.runtime import routes_for
+    from urd.stores import settings as settings_mod
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     paths = []

@@ -12,7 +12,6 @@ import pytest
 from conftest import REPO
 from fake_messages_api import FakeMessagesAPI
 
-from urd.agentmem import settings as settings_mod
 from urd.agentmem.runtime import NotConfirmed, build_llm, routes_for
 from urd.core.errors import InputError
 from urd.core.io import sha256_file
@@ -22,6 +21,7 @@ from urd.planting import arms, judge, prompts, render, report, suite, world
 from urd.planting.routes import routes as planting_routes
 from urd.planting.scripted import PlantingResponder
 from urd.planting.store import Store, TermOrder
+from urd.stores import settings as settings_mod
 
 MASTER_SEED = 20260807
 MODEL = "claude-sonnet-5-5"

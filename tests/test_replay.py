@@ -19,7 +19,6 @@ from urd.cost.estimate import tune_resources
 from urd.data import calibrate
 from urd.harness.runner import run_control, run_system
 from urd.harness.summarize import main as summarize_main
-from urd.replay import plan
 from urd.replay.artifact import RUN_FIELDS, read_artifact
 from urd.replay.costs import fold_costs
 from urd.replay.recipe import resolve
@@ -28,6 +27,7 @@ from urd.session.context import Decode
 from urd.session.contract import BudgetViolation
 from urd.systems import registry
 from urd.systems.packing import ENTRY_BYTES, capacity, pack_topk, unpack_topk
+from urd.workflow import replay as plan
 
 OPT = {"lr_init": 1.0, "lr_final": 0.01, "grad_clip": 1.0, "beta1": 0.9, "beta2": 0.99, "eps": 1e-8}
 

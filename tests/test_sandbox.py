@@ -204,7 +204,7 @@ def test_an_llm_job_writes_its_own_work_folder_and_sees_no_other_job_s(tmp_path)
     """The LLM suites' work folder holds each job's replay cache, batch journal, ledgers and run
     stores: a job binds its own folder alone, so what another job left there (its cached replies,
     its ledger) cannot be read, and nothing can be left for another job to find."""
-    from urd.agentmem.settings import job_folder
+    from urd.stores.settings import job_folder
 
     wd = tmp_path / "wf"
     names = {"case": "reader", "store": "reference", "model": "scripted"}

@@ -12,13 +12,13 @@ from datetime import timedelta
 import pytest
 from conftest import REPO
 
-from urd.agentmem import settings as settings_mod
 from urd.agentmem import table as table_mod
 from urd.agentmem import trip_vs_move, update_gate
 from urd.agentmem.runtime import routes_for
 from urd.core.errors import InputError
 from urd.core.io import pretty_json
 from urd.stores import baselines, registry
+from urd.stores import settings as settings_mod
 from urd.stores.base import MemoryStore, claim_row
 
 QUIET = {"log": lambda line: None}

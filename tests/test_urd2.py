@@ -382,8 +382,8 @@ def test_a_dose_recipe_trains_its_multiple_of_the_cap():
 
 
 def test_a_scales_dose_recipe_is_the_one_its_tuning_jobs_train(urd_config):
-    from urd.replay import plan as replay_plan
     from urd.replay.recipe import recipe_settings
+    from urd.workflow import replay as replay_plan
 
     config = copy.deepcopy(urd_config)
     config["urd2"]["scales"]["tiny"].setdefault("dose", {})["recipe"] = "replay_tune"

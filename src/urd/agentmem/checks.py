@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ..core.errors import UrdError
+from ..data.agentmem.cases import case as case_named
+from ..data.agentmem.cases import load_note
 from . import checks_urd, checks_v1, checks_v2, checks_v3
-from .cases import case as case_named
-from .cases import load_note
 
 CURRENT = 3
 VERSIONS = {1: checks_v1, 2: checks_v2, 3: checks_v3}

@@ -17,13 +17,13 @@ from ..core.io import atomic_write_json
 from ..core.notice import notice
 from ..core.provenance import SANDBOX_ENV
 from ..cost import agentmem as estimate_mod
+from ..data.agentmem.cases import CASES
 from ..llm.batches import BatchJournal
+from ..stores import settings as settings_mod
 from ..stores.reference.gates import GATES
 from ..stores.registry import REFERENCE
 from . import profile as profile_mod
-from . import settings as settings_mod
 from . import trip_vs_move, update_gate
-from .cases import CASES
 from .reports import read_report
 from .runtime import NotConfirmed, routes_for
 

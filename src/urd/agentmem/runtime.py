@@ -15,10 +15,10 @@ from ..cost.agentmem import Estimate, NotPriced, not_priced
 from ..llm import LLM, SCRIPTED_MODEL, Backends, Meter, ReplayCache, Routes, ScriptedBackend
 from ..llm.batches import BatchJournal
 from ..llm.ledger import SpendLedger
+from ..llm.purposes import PURPOSES
 from ..stores import registry
-from .purposes import PURPOSES
+from ..stores.settings import Settings, with_overrides
 from .scripted import ScriptedResponder, ScriptedTable
-from .settings import Settings, with_overrides
 
 RUN_MARKER = ".urd-agentmem-run"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from ..core.errors import InputError
 from ..core.io import sha256_bytes
 from ..llm import Request, fenced_blocks
-from . import purposes as P
+from ..llm import purposes as P
 
 TABLE_PATH = Path(__file__).parent / "data" / "scripted_table.json"
 _CANDIDATE = re.compile(r"^c\d+$")

@@ -11,15 +11,16 @@ from pathlib import Path
 from .. import __version__
 from ..core.io import sha256_bytes
 from ..cost import agentmem as estimate_mod
+from ..data.agentmem.cases import PROTOCOL, Note, verify_notes
+from ..data.agentmem.cases import case as case_named
 from ..llm import SCRIPTED_MODEL, CallFailed, CeilingReached, Meter, RequestRefused, Routes
 from ..stores import registry
 from ..stores.base import StoreFailed, StoreRun, checked_events, checked_rows
 from ..stores.reference.gates import GATES
 from ..stores.reference.ingest import StepFailed
 from ..stores.registry import REFERENCE
+from ..stores.settings import Settings
 from . import checks as checks_mod
-from .cases import PROTOCOL, Note, verify_notes
-from .cases import case as case_named
 from .runtime import (
     FREE_REMARK,
     build_llm,
@@ -32,7 +33,6 @@ from .runtime import (
     store_estimate,
 )
 from .scripted import ScriptedTable
-from .settings import Settings
 
 REPORT_VERSION = 1
 SUITE = "trip-vs-move"

@@ -10,15 +10,16 @@ from collections.abc import Callable, Mapping
 from .. import __version__
 from ..core.errors import InputError
 from ..cost import agentmem as estimate_mod
+from ..data.agentmem.pair_sets import load_set_rows, set_info
 from ..llm import SCRIPTED_MODEL, CallFailed, CeilingReached, Meter, RequestRefused, Routes
+from ..llm import purposes as P
 from ..stores import registry
 from ..stores.base import StoreFailed, StoreRun
 from ..stores.reference import prompts, replies
 from ..stores.reference.gates import CHANGES, GATES
 from ..stores.reference.probes import PairProbe
 from ..stores.registry import REFERENCE
-from . import purposes as P
-from .pairs import load_set_rows, set_info
+from ..stores.settings import Settings
 from .runtime import (
     FREE_REMARK,
     build_llm,
@@ -32,7 +33,6 @@ from .runtime import (
 )
 from .scoring import STORE_GATE, score_set, score_store_set
 from .scripted import ScriptedTable
-from .settings import Settings
 
 SUITE = "update-gate"
 REPORT_VERSION = 1

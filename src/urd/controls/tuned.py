@@ -18,7 +18,7 @@ import torch
 
 from ..core.errors import InputError
 from ..systems.base import MemorySystem
-from ..systems.packing import pack_topk, unpack_topk
+from ..systems.packing import pack_topk, state_with_wkv, unpack_topk, wkv_shape
 
 
 @dataclass(frozen=True)
@@ -34,10 +34,6 @@ class TunedState:
 
 
 TunedStateProvider = Callable[[str], TunedState | np.ndarray | torch.Tensor | list]
-
-
-def wkv_shape(layout) -> tuple[int, int, int, int]:
-    return (layout.n_layer, layout.n_head, layout.head_size, layout.head_size)
 
 
 def as_tuned(obj, layout, where: str = "tuned state") -> TunedState:
@@ -60,16 +56,6 @@ def as_tuned(obj, layout, where: str = "tuned state") -> TunedState:
     if tokens < 0:
         raise InputError(where, "trained_tokens", "a non-negative integer", tokens)
     return TunedState(np.ascontiguousarray(arr.reshape(shape)), tokens, meta.get("artifact"))
-
-
-def state_with_wkv(backbone, wkv_flat: np.ndarray) -> list[torch.Tensor]:
-    """A full recurrent state: zero token shifts, the given WKV matrices."""
-    layout = backbone.layout
-    state = backbone.zero_state()
-    wkv = np.asarray(wkv_flat, dtype=np.float32).reshape(wkv_shape(layout))
-    for i in range(layout.n_layer):
-        state[3 * i + 1] = torch.from_numpy(wkv[i].copy()).to(state[3 * i + 1].device, torch.float32)
-    return state
 
 
 class TunedStateSystem(MemorySystem):

@@ -32,18 +32,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..agentmem import purposes as P
-from ..agentmem.cases import case as case_named
-from ..agentmem.cases import load_note
-from ..agentmem.pairs import load_set_rows
-from ..agentmem.settings import Settings
 from ..core.errors import UrdError
+from ..data.agentmem.cases import case as case_named
+from ..data.agentmem.cases import load_note
+from ..data.agentmem.pair_sets import load_set_rows
 from ..llm import SCRIPTED_MODEL, Request, Routes, Usage
+from ..llm import purposes as P
 from ..llm.client import BATCH_PRICE
 from ..llm.prices import PriceBook
 from ..llm.request import FRAMING_TOKENS  # one framing allowance for estimate, bound and ceiling
 from ..stores.reference import prompts
 from ..stores.reference.gates import BEFORE_1_187, CHANGES_ONLY, PRODUCTION
+from ..stores.settings import Settings
 
 PROBE_CALLS_PER_PAIR = {PRODUCTION: 3, CHANGES_ONLY: 2, BEFORE_1_187: 3}
 PROFILE_FILE = "usage_profile.json"

@@ -1,6 +1,6 @@
 """The shared LLM layer: one client on the anthropic SDK, metered, priced and replayable.
 
-Every call names a purpose; routes map purposes to models. The model name ``scripted``
+Every call names a purpose (``purposes``); routes map purposes to models. The model name ``scripted``
 answers from a table instead of the network (see :mod:`urd.llm.scripted`). Imports core only.
 """
 

@@ -3,6 +3,6 @@ per factor, a calibrated judge and a baseline gate (the third write-up in shared
 
 world (seeded events) -> store (SQLite, term by term) -> arms (what a character is shown)
 -> suite (calibrate, twins, gate, planted, counterfactual) -> report (the numbers) -> render.
-Imports core, llm, agentmem (its runtime) and tables (and cost's estimate, a climb listed in
-pyproject.toml).
+Imports core, llm, stores (the settings), agentmem (its runtime), cost (the estimate) and
+tables.
 """

@@ -14,12 +14,12 @@ import json
 import sys
 from pathlib import Path
 
-from ..agentmem import settings as settings_mod
 from ..agentmem.cli import _pin, run_guarded, token_counter, with_sandbox_label
 from ..agentmem.reports import read_report
 from ..core.errors import InputError
 from ..core.io import atomic_write_json
 from ..core.notice import notice
+from ..stores import settings as settings_mod
 from . import judge, render, world
 
 EXIT_OK, EXIT_STOPPED = 0, 1  # 2 (nothing run or written): urd.agentmem.cli.run_guarded

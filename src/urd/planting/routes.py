@@ -10,9 +10,9 @@ run can still be re-judged by any model. The scripted arm is one table: its judg
 from __future__ import annotations
 
 from ..agentmem.runtime import routes_for
-from ..agentmem.settings import Settings
 from ..core.errors import InputError
 from ..llm import SCRIPTED_MODEL, Routes
+from ..stores.settings import Settings
 
 
 def family(model: str) -> str:

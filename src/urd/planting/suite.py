@@ -17,12 +17,12 @@ from fractions import Fraction
 from pathlib import Path
 
 from ..agentmem.runtime import build_llm, confirm_live, fresh_run_dir, scripted_calls
-from ..agentmem.settings import Settings
 from ..core.errors import InputError, UrdError
 from ..core.io import canonical_json, sha256_bytes, sha256_file
 from ..cost import agentmem as estimate_mod
 from ..llm import SCRIPTED_MODEL, CeilingReached, LLMError, Meter
 from ..llm.parse import json_object
+from ..stores.settings import Settings
 from . import arms as arms_mod
 from . import judge as judge_mod
 from . import prompts, report

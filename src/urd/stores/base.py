@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
-from ..agentmem.cases import Note
-from ..agentmem.settings import Settings
 from ..core.errors import UrdError
+from ..data.agentmem.cases import Note
 from ..llm import LLM
+from .settings import Settings
 
 ACTIVE, RETIRED = "ACTIVE", "RETIRED"
 

@@ -4,6 +4,6 @@ Interface (all a new system needs):
     consolidate(transcript, budget_bytes) -> bytes     # session A, before the boundary
     answer(fiche, query, header) -> str               # session B, fresh context
 
-Imports core, data and session (the metered handle, decoding; and for the replay systems their
-tuning, a climb listed in pyproject.toml).
+Imports core, data, session (the metered handle, decoding) and replay (the tuning artifact the
+replay systems read).
 """

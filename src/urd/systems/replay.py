@@ -19,7 +19,7 @@ import numpy as np
 from ..core.errors import InputError
 from ..replay.artifact import read_artifact
 from .base import MemorySystem
-from .packing import pack_topk, unpack_topk
+from .packing import pack_topk, state_with_wkv, unpack_topk
 
 
 class Replay(MemorySystem):
@@ -50,8 +50,6 @@ class Replay(MemorySystem):
     def state_from_fiche(self, fiche: bytes) -> list:
         """The package state answer() starts from: unpacked time_state in the WKV slots, zero
         token shifts (the same restore as the controls' tuned-state system)."""
-        from ..controls.tuned import state_with_wkv  # imports torch: not when the DAG is parsed
-
         return state_with_wkv(self.backbone, unpack_topk(fiche, int(np.prod(self.state_shape))))
 
     def context(self, fiche, header):

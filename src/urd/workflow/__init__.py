@@ -29,7 +29,7 @@ _NAMES = {
     "merged_source": ("urd.core.config", "merged_source"),
     "read_manifest": ("urd.core.manifest", "read_manifest"),
     "register_spend_preview": ("urd.cost.spend", "register_spend_preview"),
-    "replay_plan": ("urd.replay.plan", None),
+    "replay_plan": ("urd.workflow.replay", None),
     "resolve_system": ("urd.systems.registry", "resolve"),
     "system_module": ("urd.systems.registry", "system_module"),
     "tables": ("urd.tables.targets", None),

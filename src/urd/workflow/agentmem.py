@@ -8,11 +8,11 @@ from collections.abc import Mapping
 
 from ..agentmem import trip_vs_move, update_gate
 from ..agentmem.runtime import routes_for, still_to_spend
-from ..agentmem.settings import for_job, validate
 from ..core.config import merged_source
 from ..core.io import canonical_json
 from ..cost import agentmem as estimate_mod
 from ..stores import registry
+from ..stores.settings import for_job, validate
 
 CASES = ("reader", "mid-trip")
 

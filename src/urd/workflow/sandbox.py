@@ -58,7 +58,7 @@ def _live(wildcards: Mapping) -> bool:
 NETWORK = {"fetch_backbone": lambda wc: True, "agentmem_trip_vs_move": _live, "agentmem_update_gate": _live,
            "planting_run": _live}
 #: The jobs that keep state in the LLM suites' work folder (``agentmem.work_dir``), and their suite:
-#: each its own folder in it (``agentmem.settings.job_folder``: the replay cache, so a rerun never
+#: each its own folder in it (``urd.stores.settings.job_folder``: the replay cache, so a rerun never
 #: pays twice, the batch journal, the spend ledgers and the run's stores), bound alone.
 WORK_DIR_RULES = {"agentmem_trip_vs_move": "trip-vs-move", "agentmem_update_gate": "update-gate",
                   "planting_run": "planting"}
@@ -330,7 +330,7 @@ def plan_for(snakemake, *, workdir: Path | None = None) -> Plan:
     network = NETWORK.get(rule, lambda wc: False)(dict(snakemake.wildcards.items()))
     writable = []
     if rule in WORK_DIR_RULES:
-        from ..agentmem.settings import job_folder
+        from ..stores.settings import job_folder
 
         work = workdir / str(config.get("agentmem", {}).get("work_dir", "artifacts/agentmem"))
         writable.append(job_folder(work, WORK_DIR_RULES[rule], dict(snakemake.wildcards.items())).resolve())

@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ...agentmem import purposes as P
-from ...agentmem.settings import StoreLimits
 from ...llm import LLM
+from ...llm import purposes as P
+from ..settings import StoreLimits
 from . import prompts, replies
 from .claims import DEPENDENT_CLAIM_EXAMINED, MATCHED_EXISTING, RESTATED, UPDATE_SUPERSESSION, Claim, ClaimStore
 from .ingest import words

@@ -7,11 +7,11 @@ import re
 from dataclasses import dataclass, field
 from datetime import date
 
-from ...agentmem import purposes as P
-from ...agentmem.cases import Note
-from ...agentmem.settings import StoreLimits
 from ...core.errors import UrdError
+from ...data.agentmem.cases import Note
 from ...llm import LLM
+from ...llm import purposes as P
+from ..settings import StoreLimits
 from . import prompts, replies
 from .claims import NOTE_INGESTED, PAIR_EXAMINED, UPDATE_SUPERSESSION, UPDATED, Claim, ClaimStore
 from .gates import retires

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ...agentmem import purposes as P
 from ...llm import LLM
+from ...llm import purposes as P
 from . import prompts, replies
 from .gates import CHANGES, settle
 

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-from ..core.errors import DigestMismatch, InputError
-from ..core.io import sha256_bytes
+from ...core.errors import DigestMismatch, InputError
+from ...core.io import sha256_bytes
 
-NOTES_DIR = Path(__file__).parent / "data" / "notes"
+NOTES_DIR = Path(__file__).parent / "notes"
 VARIANTS = ("move", "trip-alone")
 #: The protocol of record: three move runs and two trip-alone runs per model.
 PROTOCOL = {"move": 3, "trip-alone": 2}

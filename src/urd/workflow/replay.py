@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass
 
 from ..core.errors import InputError
-from .recipe import Recipe, recipe_settings, resolve
+from ..replay.recipe import Recipe, recipe_settings, resolve
 
 TASKS = ("t1", "t2")
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..core.errors import DigestMismatch, InputError
-from ..core.io import sha256_file
+from ...core.errors import DigestMismatch, InputError
+from ...core.io import sha256_file
 
-PAIRS_DIR = Path(__file__).parent / "data" / "pairs"
+PAIRS_DIR = Path(__file__).parent / "pairs"
 SET_ORDER = ("development", "heldout", "past-values", "past-marker-heldout")
 EXPECTED = ("changes", "not_changes", "report")
 
