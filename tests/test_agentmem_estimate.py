@@ -6,7 +6,7 @@ import pytest
 from conftest import REPO
 
 from urd.agentmem import trip_vs_move, update_gate
-from urd.agentmem.runtime import routes_for
+from urd.agentmem.runtime import open_run, routes_for
 from urd.core.errors import InputError
 from urd.cost import agentmem as estimate
 from urd.stores import settings as settings_mod
@@ -42,10 +42,10 @@ def test_the_estimate_agrees_with_the_scripted_arms_recorded_calls_within_2x(tmp
     from urd.llm.request import FRAMING_TOKENS
 
     recorded = []
+    scratch = settings_mod.with_overrides(BASE, {"work_dir": str(tmp_path / "work"), "llm.replay_cache": False})
     trip_vs_move.run_store(
-        tmp_path / "run", case_name="reader", variant="move", index=1,
-        settings=settings_mod.with_overrides(BASE, {"work_dir": str(tmp_path / "work"), "llm.replay_cache": False}),
-        routes=routes_for("scripted", BASE), gate="production", ceiling_usd=None, checks_version=2, record=recorded,
+        open_run(scratch, routes_for("scripted", BASE), ceiling_usd=None, record=recorded), tmp_path / "run",
+        case_name="reader", variant="move", index=1, gate="production", checks_version=2,
     )
     assert len(recorded) >= 5 and {r.purpose for r in recorded} >= {"extract", "update", "reanchor"}
     price = BASE.prices.price("claude-sonnet-5-5")

@@ -221,3 +221,33 @@ def test_with_the_replay_cache_off_a_rerun_asks_the_api_again(tmp_path, key):
     assert again["spend"]["measured_usd"] == pytest.approx(2 * first["spend"]["measured_usd"])
     on = run(tmp_path, api)  # with it on, the ledger's replies answer (the cache was never written)
     assert len(api.requests) == 2 * sent and on["spend"]["measured_usd"] == 0
+
+
+def test_the_set_up_step_confirms_prices_the_ceiling_and_opens_each_run_apart(tmp_path, key):
+    """open_run is the one step every suite (trip-vs-move, update-gate, planting) takes before it
+    calls anything: what it decides, and what each run it opens gets."""
+    from urd.agentmem.runtime import RUN_MARKER, ledger_path, open_run, routes_for
+    from urd.cost.agentmem import Estimate
+
+    s = make_settings(tmp_path)
+    live, scripted = routes_for(MODEL, s), routes_for("scripted", s)
+    earlier = tmp_path / "work" / "earlier-run"
+    earlier.mkdir(parents=True)
+    (earlier / RUN_MARKER).write_text("")
+    (earlier / "kept.sqlite").write_text("an earlier run's store")
+    with pytest.raises(NotConfirmed):  # live, no estimate: refused before anything is opened
+        open_run(s, live, ceiling_usd=3.0)
+    assert (earlier / "kept.sqlite").exists()
+
+    priced = Estimate(suite="x", model=MODEL, source="call graph", usd=0.5, calls=4)
+    lines = []
+    ctx = open_run(s, live, ceiling_usd=3.0, yes=True, estimate=priced, log=lines.append)
+    assert ctx.live and ctx.ceiling_usd == 3.0 and lines == [priced.line()]
+    free = Estimate(suite="x", model=MODEL, source="free", usd=0.0, calls=0)
+    assert open_run(s, live, ceiling_usd=3.0, estimate=free).ceiling_usd == 0.0  # nothing to confirm, US$0 ceiling
+    assert open_run(s, scripted, ceiling_usd=3.0).ceiling_usd is None  # a scripted run spends nothing
+
+    one, two = ctx.open(("suite", "run-1"), earlier), ctx.open(("suite", "run-2"))
+    assert sorted(p.name for p in one.dir.iterdir()) == [RUN_MARKER] and two.dir is None  # emptied for the run
+    assert one.meter is not two.meter and one.llm.ceiling_usd == 3.0
+    assert one.llm.ledger.path == ledger_path(s, "suite", "run-1") != two.llm.ledger.path

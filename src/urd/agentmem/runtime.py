@@ -1,5 +1,6 @@
-"""Building a run's LLM client, the confirmation a live run needs, and what the suites share
-about the store under test and the scripted run behind an estimate."""
+"""A suite's run set-up in one step (`open_run`: the routes, the estimate, the confirmation a live
+run needs, its ceiling, and each run's client, ledger, batch journal and folder), and what the
+suites share about the store under test and the scripted run behind an estimate."""
 
 from __future__ import annotations
 
@@ -96,6 +97,68 @@ def build_llm(
                run=run_fingerprint(settings, routes, ledger),
                batches=BatchJournal(settings.work_dir / BATCH_DIR), replay=bool(llm_cfg["replay_cache"]),
                poll_s=float(llm_cfg["batch_poll_s"]), log=log)
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """One run's client and folder: the LLM (its meter, the target's spend ledger, the Message
+    Batch journal and the replay cache behind it), and an empty directory for its store."""
+
+    llm: LLM
+    meter: Meter
+    dir: Path | None
+    ledger: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class RunContext:
+    """A suite's live-run set-up, made in one step (:func:`open_run`): the routes, the estimate
+    (logged before anything is called), the spend ceiling once the run may start, and how each of
+    its runs gets its client and folder (:meth:`open`)."""
+
+    settings: Settings
+    routes: Routes
+    estimate: Estimate | None
+    ceiling_usd: float | None
+    client: Mapping  # build_llm's arguments every run shares: the scripted arm, the HTTP client, the record, the log
+
+    @property
+    def live(self) -> bool:
+        return is_live(self.routes)
+
+    def open(self, ledger: tuple[str, ...], run_dir: Path | None = None) -> Run:
+        """A run's client, its calls going through the spend ledger of ``ledger`` (a run target),
+        and, given ``run_dir``, that directory emptied for it (:func:`fresh_run_dir`)."""
+        meter = Meter()
+        llm = build_llm(self.settings, self.routes, meter, ceiling_usd=self.ceiling_usd, ledger=ledger, **self.client)
+        return Run(llm, meter, fresh_run_dir(run_dir) if run_dir is not None else None, ledger)
+
+
+def open_run(
+    settings: Settings,
+    routes: Routes,
+    *,
+    ceiling_usd: float | None,
+    yes: bool = False,
+    estimate: Estimate | None = None,
+    table: ScriptedTable | None = None,
+    responder=None,
+    http_client=None,
+    record: list | None = None,
+    log: Callable[[str], None] = lambda line: None,
+) -> RunContext:
+    """The one step a suite takes before it calls anything. With an ``estimate``: it is logged, and
+    a live run priced at no call runs unconfirmed under a US$0 ceiling (:func:`live_ceiling`).
+    Without one: a live run must be confirmed. A scripted run has no ceiling; a live one has
+    ``ceiling_usd``. Raises :class:`NotConfirmed` before anything is called or cleared."""
+    if estimate is not None:
+        log(estimate.line())
+        ceiling = live_ceiling(routes, settings, yes, estimate, ceiling_usd)
+    else:
+        confirm_live(routes, settings, yes)
+        ceiling = ceiling_usd if is_live(routes) else None
+    client = {"table": table, "responder": responder, "http_client": http_client, "record": record, "log": log}
+    return RunContext(settings, routes, estimate, ceiling, client)
 
 
 def still_to_spend(settings: Settings, routes: Routes, targets: list[tuple[str, ...]], estimate: Estimate,

@@ -13,7 +13,7 @@ from ..core.io import sha256_bytes
 from ..cost import agentmem as estimate_mod
 from ..data.agentmem.cases import PROTOCOL, Note, verify_notes
 from ..data.agentmem.cases import case as case_named
-from ..llm import SCRIPTED_MODEL, CallFailed, CeilingReached, Meter, RequestRefused, Routes
+from ..llm import SCRIPTED_MODEL, CallFailed, CeilingReached, RequestRefused, Routes
 from ..stores import registry
 from ..stores.base import StoreFailed, StoreRun, checked_events, checked_rows
 from ..stores.reference.gates import GATES
@@ -21,17 +21,7 @@ from ..stores.reference.ingest import StepFailed
 from ..stores.registry import REFERENCE
 from ..stores.settings import Settings
 from . import checks as checks_mod
-from .runtime import (
-    FREE_REMARK,
-    build_llm,
-    fresh_run_dir,
-    is_live,
-    label_store,
-    live_ceiling,
-    routes_for,
-    scripted_calls,
-    store_estimate,
-)
+from .runtime import FREE_REMARK, RunContext, label_store, open_run, routes_for, scripted_calls, store_estimate
 from .scripted import ScriptedTable
 
 REPORT_VERSION = 1
@@ -62,36 +52,30 @@ def _roles(case, name: str) -> list[str]:
 
 
 def run_store(
+    ctx: RunContext,
     run_dir: Path,
     *,
     case_name: str,
     variant: str,
     index: int,
-    settings: Settings,
-    routes: Routes,
     gate: str,
-    ceiling_usd: float | None,
-    table: ScriptedTable | None = None,
-    http_client=None,
     checks_version: int,
-    record: list | None = None,
     store: str = REFERENCE,
     ledger: tuple[str, ...] = (),
-    log: Callable[[str], None] = lambda line: None,
 ) -> dict:
     """One run: a fresh store, the variant's notes deposited one at a time, consolidation, the checks.
     ``ledger`` names the run's spend ledger (the ceiling is per run)."""
+    settings, ceiling_usd = ctx.settings, ctx.ceiling_usd
     case = case_named(case_name)
     notes, real_name = blind_notes(verify_notes(settings.calibration_dir, case.variants[variant]))
     replica = blind_run(case_name, variant, index)
-    meter = Meter()
-    llm = build_llm(settings, routes, meter, table=table, http_client=http_client, ceiling_usd=ceiling_usd, record=record,
-                    ledger=ledger, log=log)
+    opened = ctx.open(ledger, run_dir)
+    llm, meter = opened.llm, opened.meter
     incomplete = None
     reads, consolidation = [], None
     cls = registry.resolve(store, settings.store_plugins)
     memory = None
-    run = StoreRun(fresh_run_dir(run_dir), llm, replica, settings, {"gate": gate})
+    run = StoreRun(opened.dir, llm, replica, settings, {"gate": gate})
     def ingest(note: Note) -> None:
         read = memory.deposit(note, settings.read_at or note.date) or {"note": note.name}
         reads.append({**read, "note": real_name.get(read.get("note"), read.get("note"))} if isinstance(read, dict) else read)
@@ -143,7 +127,7 @@ def run_store(
         "consolidation": consolidation,
         "usage": meter.summary(),
     }
-    if is_live(routes):  # the run's spend ledger (a scripted run spends nothing and keeps none)
+    if ctx.live:  # the run's spend ledger (a scripted run spends nothing and keeps none)
         out["ledger"] = {**llm.ledger.summary(), "billed_usd_this_run": round(llm.ledger.billed_usd_for(llm.run), 6)}
     if llm.batch_events:  # batches an earlier process left, and what became of each
         out["batches"] = llm.batch_events
@@ -218,26 +202,25 @@ def run_suite(
     checks_version = settings.raw["trip_vs_move"]["checks_version"]
     notes = verify_notes(settings.calibration_dir, case.notes)
     est = estimate(settings, routes, case_name, gate=gate, runs=runs, store=store, profile=estimate_mod.load_profile(settings))
-    log(est.line())
-    ceiling = live_ceiling(routes, settings, yes, est, settings.raw["spend"]["max_usd_per_run"])
+    ctx = open_run(settings, routes, estimate=est, ceiling_usd=settings.raw["spend"]["max_usd_per_run"], yes=yes,
+                   table=table, http_client=http_client, log=log)
+    ceiling = ctx.ceiling_usd
     root = settings.work_dir / "stores" / SUITE / case_name / model
     root = root / gate if store == REFERENCE else root / f"store-{store}"
     done = []
     for variant in ("move", "trip-alone"):
         for i in range(1, runs.get(variant, 0) + 1):
             run = run_store(
-                root / blind_run(case_name, variant, i),
-                case_name=case_name, variant=variant, index=i, settings=settings, routes=routes,
-                gate=gate, ceiling_usd=ceiling, table=table, http_client=http_client, checks_version=checks_version,
+                ctx, root / blind_run(case_name, variant, i),
+                case_name=case_name, variant=variant, index=i, gate=gate, checks_version=checks_version,
                 store=store, ledger=ledger_target(case_name, model, gate, store, variant, i),
-                log=log,
             )
             state = "INVALID" if run["invalid"] else "INCOMPLETE" if run["incomplete"] else "PASS" if run["passed"] else "FAIL"
             log(f"{variant} run {i}: {state}  US${run['usage']['spent_usd']:.4f}  (store directory "
                 f"{blind_run(case_name, variant, i)})")
             done.append(run)
     remarks = []
-    if not is_live(routes):
+    if not ctx.live:
         remarks.append(
             "Scripted arm: every answer came from the package's table. It tests the harness, the store, "
             "the gates and the checks, and says nothing about any model."
@@ -253,7 +236,7 @@ def run_suite(
         "case": case_name,
         "case_label": case.label,
         "model": model,
-        "arm": "live" if is_live(routes) else "scripted",
+        "arm": "live" if ctx.live else "scripted",
         "purposes": routes.as_dict(),
         "mixed": routes.mixed,
         "gate": gate if store == REFERENCE else None,
@@ -274,7 +257,7 @@ def run_suite(
             "used_usd": round(sum(r["usage"]["spent_usd"] for r in done), 6),
             "replayed_usd": round(sum(r["usage"]["replayed_usd"] for r in done), 6),
             "ceiling_usd_per_run": ceiling,
-            **({"ledger_usd": round(sum(r["ledger"]["billed_usd"] for r in done), 6)} if is_live(routes) else {}),
+            **({"ledger_usd": round(sum(r["ledger"]["billed_usd"] for r in done), 6)} if ctx.live else {}),
         },
         "prices": settings.prices.as_dict(),
         "limits": settings.raw["store"],
@@ -296,10 +279,9 @@ def ledger_targets(case_name: str, model: str, gate: str, store: str, runs: Mapp
 def call_graph(settings: Settings, case_name: str, variant: str, gate: str, store: str = REFERENCE) -> list:
     """Every request one run of ``store`` makes on the scripted arm (offline, free; computed once)."""
     def run(scratch, tmp, record):
-        return run_store(tmp / "run", case_name=case_name, variant=variant, index=1, settings=scratch,
-                         routes=routes_for(SCRIPTED_MODEL, scratch), gate=gate, ceiling_usd=None,
-                         checks_version=scratch.raw["trip_vs_move"]["checks_version"], record=record,
-                         store=store)["incomplete"]
+        ctx = open_run(scratch, routes_for(SCRIPTED_MODEL, scratch), ceiling_usd=None, record=record)
+        return run_store(ctx, tmp / "run", case_name=case_name, variant=variant, index=1, gate=gate,
+                         checks_version=scratch.raw["trip_vs_move"]["checks_version"], store=store)["incomplete"]
 
     return scripted_calls(settings, (SUITE, case_name, variant, gate, store), run,
                           stopped=f"store {store} cannot run offline on the scripted arm")

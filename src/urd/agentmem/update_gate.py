@@ -11,7 +11,7 @@ from .. import __version__
 from ..core.errors import InputError
 from ..cost import agentmem as estimate_mod
 from ..data.agentmem.pair_sets import load_set_rows, set_info
-from ..llm import SCRIPTED_MODEL, CallFailed, CeilingReached, Meter, RequestRefused, Routes
+from ..llm import SCRIPTED_MODEL, CallFailed, CeilingReached, RequestRefused, Routes
 from ..llm import purposes as P
 from ..stores import registry
 from ..stores.base import StoreFailed, StoreRun
@@ -20,17 +20,7 @@ from ..stores.reference.gates import CHANGES, GATES
 from ..stores.reference.probes import PairProbe
 from ..stores.registry import REFERENCE
 from ..stores.settings import Settings
-from .runtime import (
-    FREE_REMARK,
-    build_llm,
-    fresh_run_dir,
-    is_live,
-    label_store,
-    live_ceiling,
-    routes_for,
-    scripted_calls,
-    store_estimate,
-)
+from .runtime import FREE_REMARK, label_store, open_run, routes_for, scripted_calls, store_estimate
 from .scoring import STORE_GATE, score_set, score_store_set
 from .scripted import ScriptedTable
 
@@ -92,11 +82,13 @@ def run_suite(
     rows_by_set = load_set_rows(settings.calibration_dir)
     info = set_info(settings.calibration_dir)
     est = estimate(settings, routes, samples=samples, store=store, profile=estimate_mod.load_profile(settings))
-    log(est.line())
-    ceiling = live_ceiling(routes, settings, yes, est, settings.raw["spend"]["max_usd_update_gate"])
-    meter = Meter()
-    llm = build_llm(settings, routes, meter, table=table, http_client=http_client, ceiling_usd=ceiling, record=record,
-                    ledger=ledger_target(model, store), log=log)
+    ctx = open_run(settings, routes, estimate=est, ceiling_usd=settings.raw["spend"]["max_usd_update_gate"], yes=yes,
+                   table=table, http_client=http_client, record=record, log=log)
+    ceiling, live = ctx.ceiling_usd, ctx.live
+    # a plug-in store gets an empty folder; the reference store's decision is a call, with none
+    opened = ctx.open(ledger_target(model, store),
+                      None if store == REFERENCE else settings.work_dir / "stores" / SUITE / model / f"store-{store}")
+    llm, meter = opened.llm, opened.meter
     incomplete = None
     asked: dict[str, list[dict]] = {name: [] for name in rows_by_set}
     memory = None
@@ -104,8 +96,7 @@ def run_suite(
         def sample(row, replica):
             return ask_sample(llm, row, max_tokens=settings.max_tokens, replica=replica)
     else:
-        run = StoreRun(fresh_run_dir(settings.work_dir / "stores" / SUITE / model / f"store-{store}"), llm, "update-gate",
-                       settings)
+        run = StoreRun(opened.dir, llm, "update-gate", settings)
 
         def sample(row, replica):
             # a store sees what a memory would: the two claims, and which repeat of the pair this
@@ -117,7 +108,7 @@ def run_suite(
     try:
         if store != REFERENCE:
             memory = registry.resolve(store, settings.store_plugins)(run)
-        if store == REFERENCE and settings.raw["llm"]["batches"] and is_live(routes):
+        if store == REFERENCE and settings.raw["llm"]["batches"] and live:
             sent = prefetch_in_batches(llm, rows_by_set, samples, settings, log)
             log(f"{sent} calls sent in Message Batches (half the list price)")
         for name, rows in rows_by_set.items():
@@ -158,7 +149,7 @@ def run_suite(
         "report_version": REPORT_VERSION,
         "urd_version": __version__,
         "model": model,
-        "arm": "live" if is_live(routes) else "scripted",
+        "arm": "live" if live else "scripted",
         "purposes": routes.as_dict(),
         "mixed": routes.mixed,
         "samples_per_pair": samples,
@@ -171,16 +162,16 @@ def run_suite(
             "estimate": est.as_dict(),
             # what the run was billed, repeats and batch items never used included (live); the
             # replies the numbers rest on are used_usd
-            "measured_usd": round(llm.ledger.billed_usd_for(llm.run) if is_live(routes) else meter.spent_usd, 6),
+            "measured_usd": round(llm.ledger.billed_usd_for(llm.run) if live else meter.spent_usd, 6),
             "used_usd": round(meter.spent_usd, 6),
             "replayed_usd": round(meter.replayed_usd, 6),
             "ceiling_usd": ceiling,
-            **({"ledger": llm.ledger.summary()} if is_live(routes) else {}),
+            **({"ledger": llm.ledger.summary()} if live else {}),
             **({"batches": llm.batch_events} if llm.batch_events else {}),
         },
         "prices": settings.prices.as_dict(),
         "remarks": []
-        if is_live(routes)
+        if live
         else ["Scripted arm: every answer came from the package's table. It tests the harness and the scoring, and says nothing about any model."],
     }
     if ceiling == 0.0:

@@ -16,11 +16,11 @@ from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
 
-from ..agentmem.runtime import build_llm, confirm_live, fresh_run_dir, scripted_calls
+from ..agentmem.runtime import open_run, scripted_calls
 from ..core.errors import InputError, UrdError
 from ..core.io import canonical_json, sha256_bytes, sha256_file
 from ..cost import agentmem as estimate_mod
-from ..llm import SCRIPTED_MODEL, CeilingReached, LLMError, Meter
+from ..llm import SCRIPTED_MODEL, CeilingReached, LLMError
 from ..llm.parse import json_object
 from ..stores.settings import Settings
 from . import arms as arms_mod
@@ -104,21 +104,19 @@ class Run:
         self.s, self.p = settings, settings.raw["planting"]
         self.model, self.log = model, log
         self.routes = routes_mod.routes(model, settings, pins)
-        confirm_live(self.routes, settings, yes)
         self.roster = roster or load_roster()
+        # confirmed (a live run) before anything is read, cleared or called
+        ctx = open_run(settings, self.routes, ceiling_usd=float(settings.raw["spend"]["max_usd_planting"]), yes=yes,
+                       responder=responder or PlantingResponder(self.roster), record=record,
+                       http_client=http_client, log=log)
         self.shape = Shape.from_settings(self.p)
         self.arms = arms_mod.arms_from(self.p)
         self.layout = arms_mod.Layout.from_settings(self.p, self.shape.terms)
         self.world_path = Path(world_path)
         self.world = read_world(self.world_path)
         self.check_world()  # before the run's folder (a previous store) is cleared
-        self.meter = Meter()
-        live_ceiling = None if all(m == SCRIPTED_MODEL for m in self.routes.by_purpose.values()) else \
-            float(settings.raw["spend"]["max_usd_planting"])
-        self.llm = build_llm(settings, self.routes, self.meter, responder=responder or PlantingResponder(self.roster),
-                             ceiling_usd=live_ceiling, record=record, http_client=http_client,
-                             ledger=ledger_target(model), log=log)
-        self.run_dir = fresh_run_dir(run_dir or settings.work_dir / "planting" / model)
+        opened = ctx.open(ledger_target(model), run_dir or settings.work_dir / "planting" / model)
+        self.llm, self.meter, self.run_dir = opened.llm, opened.meter, opened.dir
         self.store = Store(self.run_dir / "store.sqlite")
         self.summaries: dict[tuple[str, str], str] = {}
         self.decisions: list[dict] = []
