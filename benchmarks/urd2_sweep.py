@@ -32,6 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 sys.path.insert(0, str(Path(__file__).parent))
 from run_record import floor, read_run
 
@@ -61,12 +63,17 @@ def workflow_copy(dest: Path, shape: str | None, published: bool = False) -> Pat
         text, n = re.subn(r"(generate: \{seed: \d+, )n_layer: \d+, n_embd: \d+\}",
                           r"\1n_layer: {}, n_embd: {}}}".format(*SHAPES[shape]), cfg.read_text())
         for key in ("cpu_speed", "cpu_memory"):
-            entry = re.search(rf"^{key}:\n(?:  .*\n)*?  {re.escape(shape)}: (.*)$", text, re.M)
-            text, m = re.subn(rf"^({key}:\n(?:  .*\n)*?)  tiny: .*$", lambda g, e=entry: f"{g[1]}  tiny: {e[1]}",
-                              text, count=1, flags=re.M) if entry else (text, 0)
+            # an entry is a flow mapping that may run on over deeper-indented lines: copy all of it
+            entry = re.search(rf"^{key}:\n(?:  .*\n)*?  {re.escape(shape)}: (.*\n(?:   +.*\n)*)", text, re.M)
+            text, m = re.subn(rf"^({key}:\n(?:  .*\n)*?)  tiny: .*\n(?:   +.*\n)*",
+                              lambda g, e=entry: f"{g[1]}  tiny: {e[1]}", text, count=1, flags=re.M) if entry else (text, 0)
             n += m
         if n != 3:
             raise SystemExit(f"{cfg}: expected tiny's `generate:` line and its cpu_speed and cpu_memory entries")
+        loaded = yaml.safe_load(text)
+        for key in ("cpu_speed", "cpu_memory"):
+            if loaded[key]["tiny"] != loaded[key][shape]:
+                raise SystemExit(f"{cfg}: {key}.tiny is not {key}.{shape} after the copy: {loaded[key]['tiny']}")
         cfg.write_text(text)
         # the reshaped checkpoint is made before the timed run and pinned in the copy's manifest
         # (its digest is not the shipped tiny's), so the run verifies it as it verifies any
