@@ -231,15 +231,11 @@ def test_the_set_up_step_confirms_prices_the_ceiling_and_opens_each_run_apart(tm
 
     s = make_settings(tmp_path)
     live, scripted = routes_for(MODEL, s), routes_for("scripted", s)
-    earlier = tmp_path / "work" / "earlier-run"
-    earlier.mkdir(parents=True)
-    (earlier / RUN_MARKER).write_text("")
-    (earlier / "kept.sqlite").write_text("an earlier run's store")
-    with pytest.raises(NotConfirmed):  # live, no estimate: refused before anything is opened
-        open_run(s, live, ceiling_usd=3.0)
-    assert (earlier / "kept.sqlite").exists()
-
     priced = Estimate(suite="x", model=MODEL, source="call graph", usd=0.5, calls=4)
+    with pytest.raises(NotConfirmed):  # live, with or without a price: refused unless confirmed
+        open_run(s, live, ceiling_usd=3.0, estimate=priced)
+    with pytest.raises(NotConfirmed):
+        open_run(s, live, ceiling_usd=3.0)
     lines = []
     ctx = open_run(s, live, ceiling_usd=3.0, yes=True, estimate=priced, log=lines.append)
     assert ctx.live and ctx.ceiling_usd == 3.0 and lines == [priced.line()]
@@ -247,7 +243,26 @@ def test_the_set_up_step_confirms_prices_the_ceiling_and_opens_each_run_apart(tm
     assert open_run(s, live, ceiling_usd=3.0, estimate=free).ceiling_usd == 0.0  # nothing to confirm, US$0 ceiling
     assert open_run(s, scripted, ceiling_usd=3.0).ceiling_usd is None  # a scripted run spends nothing
 
+    earlier = tmp_path / "earlier-run"
+    earlier.mkdir()
+    (earlier / RUN_MARKER).write_text("")
+    (earlier / "store.sqlite").write_text("an earlier run's store")
     one, two = ctx.open(("suite", "run-1"), earlier), ctx.open(("suite", "run-2"))
     assert sorted(p.name for p in one.dir.iterdir()) == [RUN_MARKER] and two.dir is None  # emptied for the run
     assert one.meter is not two.meter and one.llm.ceiling_usd == 3.0
     assert one.llm.ledger.path == ledger_path(s, "suite", "run-1") != two.llm.ledger.path
+
+
+def test_an_unconfirmed_live_run_leaves_the_earlier_runs_store_as_it_was(tmp_path, key):
+    from urd.agentmem.runtime import RUN_MARKER
+
+    s = make_settings(tmp_path)
+    gate = s.raw["trip_vs_move"]["gate"]
+    first = s.work_dir / "stores" / "trip-vs-move" / "reader" / MODEL / gate / trip_vs_move.blind_run("reader", "move", 1)
+    first.mkdir(parents=True)
+    (first / RUN_MARKER).write_text("")
+    (first / "store.sqlite").write_text("an earlier run's store")
+    api = FakeMessagesAPI()
+    with pytest.raises(NotConfirmed):
+        run(tmp_path, api, yes=False)
+    assert (first / "store.sqlite").read_text() == "an earlier run's store" and api.requests == []

@@ -64,6 +64,7 @@ def test_the_runner_closure_follows_lazy_imports_and_not_the_systems_it_names_by
 def test_package_data_read_at_run_time_is_digested():
     got = keys("urd.agentmem.__main__")
     assert "urd/agentmem/data/scripted_table.json" in got and any(k.startswith("urd/data/agentmem/notes/") for k in got)
+    assert any(k.startswith("urd/data/agentmem/pairs/") for k in got)
     assert "urd/llm/client.py" in got
 
 

@@ -12,7 +12,7 @@ import pytest
 from conftest import REPO
 from fake_messages_api import FakeMessagesAPI
 
-from urd.agentmem.runtime import NotConfirmed, build_llm, routes_for
+from urd.agentmem.runtime import RUN_MARKER, NotConfirmed, build_llm, routes_for
 from urd.core.errors import InputError
 from urd.core.io import sha256_file
 from urd.core.manifest import read_manifest
@@ -502,12 +502,23 @@ def key(monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-planting-test-key")
 
 
-def test_a_live_run_goes_through_the_sdk_measures_tokens_and_replays_for_nothing(world_file, tmp_path, key):
+def test_a_live_run_goes_through_the_sdk_measures_tokens_and_replays_for_nothing(world_file, tmp_path, key, monkeypatch):
     s = settings(tmp_path, **{"planting.world.seeds": 1})
     one = tmp_path / "one.jsonl"
     world.write_world(one, MASTER_SEED, world.Shape(seeds=1), world.load_roster())
-    with pytest.raises(NotConfirmed):
-        suite.run_suite(MODEL, s, world_path=one, **QUIET)
+    earlier = s.work_dir / "planting" / MODEL  # an earlier run's store
+    earlier.mkdir(parents=True)
+    (earlier / RUN_MARKER).write_text("")
+    (earlier / "store.sqlite").write_text("kept")
+
+    def unread(*args, **kwargs):
+        raise AssertionError("the roster was read before the run was confirmed")
+
+    with monkeypatch.context() as m:
+        m.setattr(suite, "load_roster", unread)
+        with pytest.raises(NotConfirmed):
+            suite.run_suite(MODEL, s, world_path=one, **QUIET)
+    assert (earlier / "store.sqlite").read_text() == "kept"
     api = FakeMessagesAPI(PlantingResponder(world.load_roster()))
     r = suite.run_suite(MODEL, s, world_path=one, yes=True, http_client=api.client(), **QUIET)
     assert r["status"] == "complete", r["stop"]

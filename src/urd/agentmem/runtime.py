@@ -120,17 +120,19 @@ class RunContext:
     routes: Routes
     estimate: Estimate | None
     ceiling_usd: float | None
-    client: Mapping  # build_llm's arguments every run shares: the scripted arm, the HTTP client, the record, the log
+    client: Mapping  # build_llm's arguments every run shares: the scripted table, the HTTP client, the record, the log
 
     @property
     def live(self) -> bool:
         return is_live(self.routes)
 
-    def open(self, ledger: tuple[str, ...], run_dir: Path | None = None) -> Run:
+    def open(self, ledger: tuple[str, ...], run_dir: Path | None = None, *, responder=None) -> Run:
         """A run's client, its calls going through the spend ledger of ``ledger`` (a run target),
-        and, given ``run_dir``, that directory emptied for it (:func:`fresh_run_dir`)."""
+        and, given ``run_dir``, that directory emptied for it (:func:`fresh_run_dir`).
+        ``responder``: the scripted arm's answers, where not the suites' table (planting's)."""
         meter = Meter()
-        llm = build_llm(self.settings, self.routes, meter, ceiling_usd=self.ceiling_usd, ledger=ledger, **self.client)
+        llm = build_llm(self.settings, self.routes, meter, ceiling_usd=self.ceiling_usd, ledger=ledger,
+                        responder=responder, **self.client)
         return Run(llm, meter, fresh_run_dir(run_dir) if run_dir is not None else None, ledger)
 
 
@@ -142,7 +144,6 @@ def open_run(
     yes: bool = False,
     estimate: Estimate | None = None,
     table: ScriptedTable | None = None,
-    responder=None,
     http_client=None,
     record: list | None = None,
     log: Callable[[str], None] = lambda line: None,
@@ -157,7 +158,7 @@ def open_run(
     else:
         confirm_live(routes, settings, yes)
         ceiling = ceiling_usd if is_live(routes) else None
-    client = {"table": table, "responder": responder, "http_client": http_client, "record": record, "log": log}
+    client = {"table": table, "http_client": http_client, "record": record, "log": log}
     return RunContext(settings, routes, estimate, ceiling, client)
 
 

@@ -69,11 +69,11 @@ def run_store(
     case = case_named(case_name)
     notes, real_name = blind_notes(verify_notes(settings.calibration_dir, case.variants[variant]))
     replica = blind_run(case_name, variant, index)
+    cls = registry.resolve(store, settings.store_plugins)
     opened = ctx.open(ledger, run_dir)
     llm, meter = opened.llm, opened.meter
     incomplete = None
     reads, consolidation = [], None
-    cls = registry.resolve(store, settings.store_plugins)
     memory = None
     run = StoreRun(opened.dir, llm, replica, settings, {"gate": gate})
     def ingest(note: Note) -> None:

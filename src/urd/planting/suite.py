@@ -104,18 +104,18 @@ class Run:
         self.s, self.p = settings, settings.raw["planting"]
         self.model, self.log = model, log
         self.routes = routes_mod.routes(model, settings, pins)
-        self.roster = roster or load_roster()
-        # confirmed (a live run) before anything is read, cleared or called
+        # a live run is confirmed before the roster and the world are read and its folder cleared
         ctx = open_run(settings, self.routes, ceiling_usd=float(settings.raw["spend"]["max_usd_planting"]), yes=yes,
-                       responder=responder or PlantingResponder(self.roster), record=record,
-                       http_client=http_client, log=log)
+                       record=record, http_client=http_client, log=log)
+        self.roster = roster or load_roster()
         self.shape = Shape.from_settings(self.p)
         self.arms = arms_mod.arms_from(self.p)
         self.layout = arms_mod.Layout.from_settings(self.p, self.shape.terms)
         self.world_path = Path(world_path)
         self.world = read_world(self.world_path)
         self.check_world()  # before the run's folder (a previous store) is cleared
-        opened = ctx.open(ledger_target(model), run_dir or settings.work_dir / "planting" / model)
+        opened = ctx.open(ledger_target(model), run_dir or settings.work_dir / "planting" / model,
+                          responder=responder or PlantingResponder(self.roster))
         self.llm, self.meter, self.run_dir = opened.llm, opened.meter, opened.dir
         self.store = Store(self.run_dir / "store.sqlite")
         self.summaries: dict[tuple[str, str], str] = {}
