@@ -13,6 +13,7 @@ from fake_messages_api import FakeMessagesAPI
 
 from urd.agentmem import trip_vs_move, update_gate
 from urd.agentmem.runtime import NotConfirmed
+from urd.core.errors import InputError
 from urd.core.io import atomic_write_json
 from urd.llm import fenced_blocks
 from urd.stores import settings as settings_mod
@@ -251,6 +252,12 @@ def test_the_set_up_step_confirms_prices_the_ceiling_and_opens_each_run_apart(tm
     assert sorted(p.name for p in one.dir.iterdir()) == [RUN_MARKER] and two.dir is None  # emptied for the run
     assert one.meter is not two.meter and one.llm.ceiling_usd == 3.0
     assert one.llm.ledger.path == ledger_path(s, "suite", "run-1") != two.llm.ledger.path
+    mine = tmp_path / "not-a-run"  # a folder no run made is never cleared
+    mine.mkdir()
+    (mine / "notes.txt").write_text("someone's own")
+    with pytest.raises(InputError, match="not-a-run"):
+        ctx.open(("suite", "run-3"), mine)
+    assert (mine / "notes.txt").read_text() == "someone's own"
 
 
 def test_an_unconfirmed_live_run_leaves_the_earlier_runs_store_as_it_was(tmp_path, key):
