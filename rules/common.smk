@@ -219,10 +219,10 @@ def replay_artifacts_dir(wildcards):
 
 
 def tune_resource(key):
-    # estimated from the recipe's trained tokens at the scale's stated throughput (urd.cost.estimate)
+    # estimated from the recipe's steps and ctx at the scale's stated throughput (urd.cost.estimate)
     def value(wc):
         tuning = W.replay_plan.recipe_for(config, wc.scale, wc.recipe, wc.sha)
-        return W.tune_resources(config, wc.scale, tuning.trained_tokens)[key]
+        return W.tune_resources(config, wc.scale, tuning.steps, tuning.ctx)[key]
 
     return value
 

@@ -28,6 +28,8 @@ def base(repo):
         (lambda c: c["tasks"]["t2"].update(examples=7), "tasks.t2.examples", "multiple of 2"),
         (lambda c: c.update(profile="c9"), "profile", "one of ['c1']"),
         (lambda c: c["tasks"]["t1"]["quota"].update(hot=14), "tasks.t1.quota", "== queries"),
+        (lambda c: c["train_speed"]["0.1b"].update(tokens_per_s=[[2048]]), "train_speed.0.1b.tokens_per_s",
+         "[ctx, tokens a second] pairs"),
     ],
 )
 def test_bad_values_name_the_key(base, repo, mutate, key, expected):

@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 import torch
 
+from urd.backbone import wkv_fla
 from urd.backbone.rwkv7_torch import RWKV7
 from urd.backbone.tokenizer import encode
 from urd.core.errors import DigestMismatch, InputError
 from urd.core.io import atomic_write_jsonl, sha256_bytes
-from urd.cost.estimate import tune_resources
+from urd.cost.estimate import tune_resources, tune_step_seconds
 from urd.data import calibrate
 from urd.harness.runner import run_control, run_system
 from urd.harness.summarize import main as summarize_main
@@ -84,12 +85,21 @@ def test_topk_fiche_of_a_01b_tuned_state():
 
 
 def test_tuning_resources_are_integer_estimates(urd_config):
-    # 0.1b replay_banc: 393,216 tokens at 2,000 tokens/s + 60 s load = 256.6 s -> 257 GPU
-    # seconds; the run-time limit in minutes: 2 x 5 + 10
-    res = tune_resources(urd_config, "0.1b", 393216)
-    assert res == {"gpu": 1, "gpu_seconds": 257, "runtime": 20, "mem_mb": 8000}
+    # 0.1b replay_banc: 64 steps of ctx 6,144 at the measured 31,541 tokens/s (12.47 s) + 60 s
+    # load + 52 s compile = 124.5 s -> 125 GPU seconds; the run-time limit in minutes: 2 x 3 + 10
+    res = tune_resources(urd_config, "0.1b", 64, 6144)
+    assert res == {"gpu": 1, "gpu_seconds": 125, "runtime": 16, "mem_mb": 8000}
     with pytest.raises(InputError, match=r"train_speed.nosuch"):
-        tune_resources(urd_config, "nosuch", 1)
+        tune_resources(urd_config, "nosuch", 1, 1)
+
+
+def test_a_tuning_step_is_priced_at_its_ctx_from_the_measured_points():
+    speed = {"tokens_per_s": [[6000, 3000], [2000, 2000]]}  # 1 s a step at 2,000; 2 s at 6,000
+    assert tune_step_seconds(speed, 2000) == pytest.approx(1.0)
+    assert tune_step_seconds(speed, 4000) == pytest.approx(1.5)  # linear between the points
+    assert tune_step_seconds(speed, 500) == pytest.approx(1.0)  # below: the first point's seconds
+    assert tune_step_seconds(speed, 12000) == pytest.approx(4.0)  # past: the last point's speed
+    assert tune_step_seconds({"tokens_per_s": 1000}, 500) == pytest.approx(0.5)  # one figure: any ctx
 
 
 # ------------------------------------------------------------------ tuning jobs on tiny
@@ -164,6 +174,32 @@ def test_bf16_tuning_is_recorded_and_lands_near_the_fp32_state(tiny_checkpoint, 
     a, b = (torch.from_numpy(x.state).flatten().double() for x in (fp32, bf16))
     assert torch.nn.functional.cosine_similarity(a, b, dim=0) > 0.98
     assert bf16.costs["losses"] == pytest.approx(fp32.costs["losses"], rel=1e-3)
+
+
+# The tuning job on another WKV path lands where the chunked CPU job does. On CUDA, `auto` runs
+# fla's kernels (bf16 inputs: held as bf16 products are, above); here, the token-by-token path
+# takes the same check, to float32 rounding.
+CUDA_PATH = pytest.mark.skipif(wkv_fla.unavailable("cuda") is not None,
+                               reason=f"the tuning job on CUDA: {wkv_fla.unavailable('cuda')}")
+
+
+@pytest.mark.parametrize("device, wkv, ran, cosine, rel", [
+    pytest.param("cpu", "sequential", "sequential", 0.99999, 1e-5, id="cpu-sequential"),
+    pytest.param("cuda", "auto", "fla", 0.98, 1e-2, id="cuda-auto", marks=CUDA_PATH),
+])
+def test_the_tuning_job_on_another_path_learns_the_chunked_state(tiny_checkpoint, t2_data, artifacts, tmp_path,
+                                                                   device, wkv, ran, cosine, rel):
+    data, _, sha = t2_data
+    assert tune(tiny_checkpoint, data, sha, "replay_tune", {"steps": 2}, tmp_path / sha, 0,
+                "--device", device, "--wkv", wkv) == 0
+    ref, got = read_artifact(artifacts / "replay_tune" / sha), read_artifact(tmp_path / sha)
+    assert ref.costs["wkv"]["path"] == "chunked" and ref.costs["device"].startswith("cpu")
+    assert got.costs["wkv"] == {**got.costs["wkv"], "path": ran, "requested": wkv}
+    assert got.costs["device"].startswith("cpu") == (device == "cpu")
+    assert got.costs["trained_tokens"] == ref.costs["trained_tokens"]
+    a, b = (torch.from_numpy(x.state).flatten().double() for x in (ref, got))
+    assert torch.nn.functional.cosine_similarity(a, b, dim=0) > cosine
+    assert got.costs["losses"] == pytest.approx(ref.costs["losses"], rel=rel)
 
 
 def test_tuning_refuses_an_unknown_precision_naming_the_key(tiny_checkpoint, t2_data, tmp_path, capsys):

@@ -2,7 +2,10 @@
 
 On the CPU by default; the state-tuning stages run on CUDA where torch sees a GPU (on a GPU machine,
 `pip install -e '.[gpu]' && python -m urd.backbone.bench --train-only` adds fla's kernels and prints
-trained tokens a second per WKV path).
+trained tokens a second per WKV path). `--gpu-table` prints the spend preview's GPU figures
+(config `train_speed`): one state-tuning step of the 0.1B and 0.4B shapes at ctx 2,048 and 6,144
+on each path a tuning job can take there, and the first fla step of a fresh process (the kernels'
+compilation); `benchmarks/gpu_fla.sh` runs it.
 
 Each stage runs in its own process so peak RSS belongs to that stage alone. Speeds are the best
 of `--repeats` runs (the machine may be shared); token ids are fixed pseudo-random ids.
@@ -19,7 +22,11 @@ import sys
 import tempfile
 import time
 
-SHAPES = {"tiny": dict(n_layer=2, n_embd=128), "0.1b": dict(n_layer=12, n_embd=768)}
+SHAPES = {"tiny": dict(n_layer=2, n_embd=128), "0.1b": dict(n_layer=12, n_embd=768),
+          "0.4b": dict(n_layer=24, n_embd=1024)}
+# the paths of the GPU table: (wkv, precision, checkpoint_layers); the second is the tuning job's
+# default there (replay.wkv auto, precision fp32, checkpoint_layers true)
+TABLE_PATHS = (("chunked", "fp32", True), ("fla", "fp32", True), ("fla", "bf16", True), ("fla", "bf16", False))
 WKV_CHUNK = 32  # config/config.yaml replay.wkv_chunk
 
 
@@ -99,6 +106,93 @@ def stage_train(shape: str, tokens: int, repeats: int, checkpoint_layers: bool, 
             "threads": torch.get_num_threads()}
 
 
+def stage_table(shape: str, ctxs: list[int], repeats: int) -> dict:
+    """One state-tuning step per (ctx, path) of TABLE_PATHS on one set of weights: trained tokens
+    a second (the best of `repeats` after a warm-up step) and peak GPU memory per row, and how long
+    the first fla step of this fresh process took (compiling fla's kernels). A path this machine
+    cannot run is a row with its reason."""
+    import torch
+
+    from .rwkv7_torch import RWKV7
+    from .tiny import random_state_dict
+    from .wkv_fla import unavailable
+
+    torch.set_flush_denormal(True)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    cuda = device.type == "cuda"
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    sd = random_state_dict(0, **SHAPES[shape])
+    rows, first_fla_s = [], None
+    for ctx in ctxs:
+        toks = torch.tensor(_tokens(ctx), device=device)
+        for wkv, precision, ckpt in TABLE_PATHS:
+            row = {"shape": shape, "ctx": ctx, "wkv": wkv, "precision": precision, "checkpoint_layers": ckpt}
+            why = unavailable(device) if wkv == "fla" else None
+            if why:
+                rows.append({**row, "skipped": why})
+                continue
+            m = RWKV7(sd, device, checkpoint_layers=ckpt, wkv=wkv, wkv_chunk=WKV_CHUNK, precision=precision)
+            if cuda:
+                torch.cuda.reset_peak_memory_stats(device)
+            times = []
+            for _ in range(1 + repeats):  # the first is the warm-up
+                ts = m.zero_time_state(requires_grad=True)
+                sync()
+                t = time.perf_counter()
+                m.loss(toks, ts).backward()
+                sync()
+                times.append(time.perf_counter() - t)
+            if wkv == "fla" and first_fla_s is None:
+                first_fla_s = round(times[0], 1)
+            rows.append({**row, "step_s": round(min(times[1:]), 3),
+                         "trained_tokens_per_s": round(ctx / min(times[1:])),
+                         "peak_gpu_mb": round(torch.cuda.max_memory_allocated(device) / 2**20) if cuda else None})
+            del m
+            if cuda:
+                torch.cuda.empty_cache()
+    return {"shape": shape, **SHAPES[shape], "device": _device_label(device), "rows": rows,
+            "first_fla_step_s": first_fla_s, "torch": torch.__version__, "fla": _version("fla-core"),
+            "triton": _version("triton")}
+
+
+def _device_label(device) -> str:
+    import torch
+
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+
+
+def _version(dist: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return None
+
+
+def table_lines(results: list[dict]) -> list[str]:
+    """The GPU table as the spend preview's basis quotes it: a row per shape and ctx, a column per
+    path, trained tokens a second with peak GPU memory."""
+    head = ["shape", "ctx"] + [f"{w} {p}{' + ckpt' if c else ', no ckpt'}" for w, p, c in TABLE_PATHS]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for res in results:
+        by = {(r["ctx"], r["wkv"], r["precision"], r["checkpoint_layers"]): r for r in res["rows"]}
+        for ctx in sorted({r["ctx"] for r in res["rows"]}):
+            cells = []
+            for w, p, c in TABLE_PATHS:
+                r = by[(ctx, w, p, c)]
+                gb = f" ({r['peak_gpu_mb'] / 1024:.1f} GB)" if r.get("peak_gpu_mb") is not None else ""
+                cells.append("skipped" if "skipped" in r else f"{r['trained_tokens_per_s']:,}{gb}")
+            out.append(f"| {res['shape']} | {ctx:,} | " + " | ".join(cells) + " |")
+    for res in results:
+        out.append(f"{res['shape']} on {res['device']} (torch {res['torch']}, triton {res['triton']}, "
+                   f"fla-core {res['fla']}): the first fla step of a fresh process took "
+                   + (f"{res['first_fla_step_s']} s" if res["first_fla_step_s"] is not None else "- (no fla)"))
+    skipped = sorted({r["skipped"] for res in results for r in res["rows"] if "skipped" in r})
+    out += [f"skipped: {why}" for why in skipped]
+    return out
+
+
 def _child(args: list[str], threads: int) -> dict:
     cmd = [sys.executable, "-m", "urd.backbone.bench", "--threads", str(threads), "--stage", *args]
     out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
@@ -115,6 +209,11 @@ def main(argv=None) -> int:
     ap.add_argument("--train-only", action="store_true",
                     help="only the 0.1B state-tuning step at ctx 2,048: chunked and sequential WKV, chunked with "
                          "checkpoint_layers in fp32 and in bf16, and fla's kernels on a GPU with the gpu extra")
+    ap.add_argument("--gpu-table", action="store_true",
+                    help="the spend preview's GPU figures: a step per shape, ctx and path (TABLE_PATHS), "
+                         "each shape in a fresh process")
+    ap.add_argument("--shapes", default="0.1b,0.4b", help="--gpu-table's shapes (comma-separated)")
+    ap.add_argument("--ctx", default="2048,6144", help="--gpu-table's contexts (comma-separated)")
     ap.add_argument("--stage", nargs="+", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.stage:
@@ -123,13 +222,30 @@ def main(argv=None) -> int:
 
             torch.set_num_threads(a.threads)
         kind, shape, *rest = a.stage
-        if kind == "inference":
+        if kind == "table":
+            res = stage_table(shape, [int(c) for c in rest[0].split(",")], a.repeats)
+        elif kind == "inference":
             res = stage_inference(shape, int(rest[0]), int(rest[1]), a.repeats)
         else:
             res = stage_train(shape, int(rest[0]), a.repeats, rest[1] == "1", *rest[2:4])
         print(json.dumps(res))
         return 0
     r = str(a.repeats)
+    if a.gpu_table:
+        shapes = a.shapes.split(",")
+        unknown = [x for x in shapes if x not in SHAPES]
+        if unknown:
+            ap.error(f"--shapes: {unknown[0]} is not one of {', '.join(SHAPES)}")
+        results = []
+        for shape in shapes:  # a fresh process a shape: its first fla step compiles, as a job's does
+            results.append(_child(["table", shape, a.ctx, "--repeats", r], a.threads))
+            print("\n".join(table_lines(results[-1:])), flush=True)
+        print("\n".join(table_lines(results)))
+        if a.out:
+            from ..core.io import atomic_write_json
+
+            atomic_write_json(a.out, {"table": results})
+        return 0
     if a.train_only:
         # one state-tuning step at the 0.1B shape, ctx 2,048, every WKV path this machine runs, in one
         # run (on a GPU with the gpu extra, fla's kernels too)

@@ -55,6 +55,8 @@ def _one_line(error, source: str, prefix: str = "") -> InputError:
         "multipleOf": lambda: f"a multiple of {val}",
         "minProperties": lambda: f"at least {val} entries",
         "pattern": lambda: f"a string matching {val}",
+        # a choice of forms says in its description what it accepts
+        "oneOf": lambda: error.schema.get("description", error.message),
     }.get(v, lambda: error.message)()
     return InputError(source, key, expected, inst)
 

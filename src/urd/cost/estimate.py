@@ -186,25 +186,44 @@ def job_resources(config: dict, scale: str, cpu_seconds: int, rows: int) -> dict
 
 
 # --- tuning jobs (urd.replay.tune): GPU seconds, run time and memory ------------------------
-# A tuning job is billed as GPU seconds: it holds one GPU from start to end. Its length is the
-# trained tokens (forward + backward) at the scale's stated throughput (config `train_speed`,
-# each entry saying whether it was measured or assumed) plus the stated start-up time.
+# A tuning job is billed as GPU seconds: it holds one GPU from start to end. Its length is its
+# steps at the scale's stated step time (config `train_speed`, each entry saying whether it was
+# measured or assumed), plus the stated loading and, on the fla path, the kernels' compilation:
+# each job is a fresh process, so each is priced its own compile (an upper bound where jobs on
+# one node share Triton's cache).
 
 
-def tune_minutes(config: dict, scale: str, trained_tokens: int) -> int:
+def tune_step_seconds(speed: dict, ctx: int) -> float:
+    """Seconds of one state-tuning step over `ctx` tokens. `tokens_per_s` is one figure for every
+    ctx, or measured [ctx, tokens/s] points: then a step's seconds run linearly from point to
+    point (a step is a fixed part, its kernels' launches, and a part a token; on a GPU at the
+    0.1B shape the fixed part is most of it), take the first point's seconds below it (fewer
+    tokens launch no fewer kernels) and the last point's speed past it."""
+    tps = speed["tokens_per_s"]
+    if isinstance(tps, (int, float)):
+        return ctx / tps
+    pts = sorted((int(c), int(c) / float(v)) for c, v in tps)
+    if ctx <= pts[0][0]:
+        return pts[0][1]
+    if ctx >= pts[-1][0]:
+        return ctx * pts[-1][1] / pts[-1][0]
+    (c0, s0), (c1, s1) = next(seg for seg in itertools.pairwise(pts) if ctx <= seg[1][0])
+    return s0 + (ctx - c0) * (s1 - s0) / (c1 - c0)
+
+
+def tune_seconds(config: dict, scale: str, steps: int, ctx: int) -> float:
+    """A tuning job's seconds: `steps` steps of `ctx` tokens, its loading and its compilation."""
     speeds = config.get("train_speed", {})
     if scale not in speeds:
         raise InputError("config/config.yaml", f"train_speed.{scale}",
                          "the tuning throughput of this scale (tokens_per_s, load_s, mem_mb)")
     s = speeds[scale]
-    return max(1, math.ceil((trained_tokens / s["tokens_per_s"] + s["load_s"]) / 60))
+    return steps * tune_step_seconds(s, ctx) + s["load_s"] + s.get("compile_s", 0)
 
 
-def tune_resources(config: dict, scale: str, trained_tokens: int) -> dict:
+def tune_resources(config: dict, scale: str, steps: int, ctx: int) -> dict:
     """Resources a tuning rule declares: one GPU (the SLURM profile routes it to the gpu
     partition), the billed GPU seconds, a wall-time limit in minutes with headroom, host memory."""
-    minutes = tune_minutes(config, scale, trained_tokens)
-    s = config["train_speed"][scale]
-    seconds = max(1, math.ceil(trained_tokens / s["tokens_per_s"] + s["load_s"]))
-    return {"gpu": 1, "gpu_seconds": seconds, "runtime": 2 * minutes + 10,
+    seconds = max(1, math.ceil(tune_seconds(config, scale, steps, ctx)))
+    return {"gpu": 1, "gpu_seconds": seconds, "runtime": 2 * math.ceil(seconds / 60) + 10,
             "mem_mb": config["train_speed"][scale]["mem_mb"]}
