@@ -66,7 +66,7 @@ def fetch_args(wildcards):
 
 
 # --- the benchmark cells -------------------------------------------------------------------
-TASKS = ["t1", "t2"]
+TASKS = list(W.TASKS)
 SPLITS = sorted(config["profiles"][PROFILE]["budgets"])
 BUDGETS = config["profiles"][PROFILE]["budgets"]
 SYSTEMS = list(config["systems"])

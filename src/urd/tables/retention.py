@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..data import TASKS
 from .bootstrap import Bootstrap, Interval, retention_interval
 from .render import Doc, csv_text, pct, pct_interval, rounded
 from .sources import Source
-
-TASKS = ("t1", "t2")
 
 
 @dataclass(frozen=True)

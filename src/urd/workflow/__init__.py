@@ -11,6 +11,7 @@ import importlib
 
 #: name -> (module, attribute); attribute None: the module itself
 _NAMES = {
+    "TASKS": ("urd.data", "TASKS"),
     "UrdError": ("urd.core.errors", "UrdError"),
     "agentmem": ("urd.workflow.agentmem", None),
     "cell_cpu_seconds": ("urd.cost.estimate", "cell_cpu_seconds"),

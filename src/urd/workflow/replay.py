@@ -20,9 +20,8 @@ import json
 from dataclasses import dataclass
 
 from ..core.errors import InputError
+from ..data import TASKS
 from ..replay.recipe import Recipe, recipe_settings, resolve
-
-TASKS = ("t1", "t2")
 
 
 @dataclass(frozen=True)
