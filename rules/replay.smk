@@ -41,6 +41,7 @@ if TUNE_RECIPES:
             chunk=REPLAY_SETTINGS.get("wkv_chunk", 64),
             precision=REPLAY_SETTINGS.get("precision", "fp32"),
             checkpoint_layers=bool(REPLAY_SETTINGS.get("checkpoint_layers")),
+            on_cuda=REPLAY_SETTINGS.get("on_cuda", {}),
             out_dir=lambda wc: f"artifacts/replay/{wc.scale}/{wc.recipe}/{wc.sha}",
             code=W.code_digest("urd.replay.tune"),
         script:

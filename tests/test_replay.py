@@ -4,6 +4,7 @@ it, and the out_of_contract label from costs.json to summary.json. Tiny backbone
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from urd.harness.summarize import main as summarize_main
 from urd.replay.artifact import RUN_FIELDS, read_artifact
 from urd.replay.costs import fold_costs
 from urd.replay.recipe import resolve
+from urd.replay.tune import checkpoint_choice, estimated_peak_mb
 from urd.replay.tune import main as tune_main
 from urd.session.context import Decode
 from urd.session.contract import BudgetViolation
@@ -85,10 +87,10 @@ def test_topk_fiche_of_a_01b_tuned_state():
 
 
 def test_tuning_resources_are_integer_estimates(urd_config):
-    # 0.1b replay_banc: 64 steps of ctx 6,144 at the measured 31,541 tokens/s (12.47 s) + 60 s
-    # load + 52 s compile = 124.5 s -> 125 GPU seconds; the run-time limit in minutes: 2 x 3 + 10
+    # 0.1b replay_banc: 64 steps of ctx 6,144 at the measured 49,440 tokens/s (7.95 s) + 60 s
+    # load + 52 s compile = 119.95 s -> 120 GPU seconds; the run-time limit in minutes: 2 x 2 + 10
     res = tune_resources(urd_config, "0.1b", 64, 6144)
-    assert res == {"gpu": 1, "gpu_seconds": 125, "runtime": 16, "mem_mb": 8000}
+    assert res == {"gpu": 1, "gpu_seconds": 120, "runtime": 14, "mem_mb": 8000}
     with pytest.raises(InputError, match=r"train_speed.nosuch"):
         tune_resources(urd_config, "nosuch", 1, 1)
 
@@ -176,9 +178,10 @@ def test_bf16_tuning_is_recorded_and_lands_near_the_fp32_state(tiny_checkpoint, 
     assert bf16.costs["losses"] == pytest.approx(fp32.costs["losses"], rel=1e-3)
 
 
-# The tuning job on another WKV path lands where the chunked CPU job does. On CUDA, `auto` runs
-# fla's kernels (bf16 inputs: held as bf16 products are, above); here, the token-by-token path
-# takes the same check, to float32 rounding.
+# The tuning job on another WKV path lands where the chunked CPU job does. On CUDA it runs as the
+# rule runs it there (config replay.on_cuda: fla's kernels through `auto`, bf16, recomputation by
+# the memory estimate) and is held as bf16 products are, above; here, the token-by-token path
+# takes the same check to float32 rounding.
 CUDA_PATH = pytest.mark.skipif(wkv_fla.unavailable("cuda") is not None,
                                reason=f"the tuning job on CUDA: {wkv_fla.unavailable('cuda')}")
 
@@ -188,18 +191,49 @@ CUDA_PATH = pytest.mark.skipif(wkv_fla.unavailable("cuda") is not None,
     pytest.param("cuda", "auto", "fla", 0.98, 1e-2, id="cuda-auto", marks=CUDA_PATH),
 ])
 def test_the_tuning_job_on_another_path_learns_the_chunked_state(tiny_checkpoint, t2_data, artifacts, tmp_path,
-                                                                   device, wkv, ran, cosine, rel):
+                                                                   urd_config, device, wkv, ran, cosine, rel):
     data, _, sha = t2_data
-    assert tune(tiny_checkpoint, data, sha, "replay_tune", {"steps": 2}, tmp_path / sha, 0,
-                "--device", device, "--wkv", wkv) == 0
+    on_cuda = urd_config["replay"]["on_cuda"]
+    assert tune(tiny_checkpoint, data, sha, "replay_tune", {"steps": 2}, tmp_path / sha, 0, "--device", device,
+                "--wkv", wkv, "--cuda-precision", on_cuda["precision"],
+                "--cuda-checkpoint-layers", str(on_cuda["checkpoint_layers"]).lower()) == 0
     ref, got = read_artifact(artifacts / "replay_tune" / sha), read_artifact(tmp_path / sha)
     assert ref.costs["wkv"]["path"] == "chunked" and ref.costs["device"].startswith("cpu")
     assert got.costs["wkv"] == {**got.costs["wkv"], "path": ran, "requested": wkv}
     assert got.costs["device"].startswith("cpu") == (device == "cpu")
+    assert got.costs["precision"] == (on_cuda["precision"] if device == "cuda" else "fp32")
     assert got.costs["trained_tokens"] == ref.costs["trained_tokens"]
     a, b = (torch.from_numpy(x.state).flatten().double() for x in (ref, got))
     assert torch.nn.functional.cosine_similarity(a, b, dim=0) > cosine
     assert got.costs["losses"] == pytest.approx(ref.costs["losses"], rel=rel)
+
+
+def test_the_cuda_settings_leave_a_cpu_job_as_it_was(tiny_checkpoint, t2_data, artifacts, tmp_path):
+    data, _, sha = t2_data
+    assert tune(tiny_checkpoint, data, sha, "replay_tune", {"steps": 2}, tmp_path / sha, 0,
+                "--cuda-precision", "bf16", "--cuda-checkpoint-layers", "true") == 0
+    ref, got = read_artifact(artifacts / "replay_tune" / sha), read_artifact(tmp_path / sha)
+    assert (tmp_path / sha / "time_state.npy").read_bytes() == (artifacts / "replay_tune" / sha / "time_state.npy").read_bytes()
+    assert got.costs["precision"] == "fp32"
+    assert got.costs["checkpoint_layers"] == ref.costs["checkpoint_layers"]
+    assert got.costs["checkpoint_layers"]["ran"] is False and got.costs["checkpoint_layers"]["requested"] is False
+
+
+def test_auto_recomputes_blocks_only_where_the_estimated_peak_passes_half_the_gpu():
+    from urd.backbone.shapes import rwkv7_shapes
+
+    def params(n_layer, n_embd):
+        return sum(math.prod(v) for v in rwkv7_shapes(n_layer, n_embd, 64, 65536).values())
+
+    # the estimate against the peaks measured on an H200 (fla, bf16, no recomputation, ctx 6,144;
+    # peak_gpu_mb / 1024, in GiB)
+    assert estimated_peak_mb(params(12, 768), 12, 768, 6144) == pytest.approx(6.4 * 1024, rel=0.05)
+    peak = estimated_peak_mb(params(24, 1024), 24, 1024, 6144)
+    assert peak == pytest.approx(16.4 * 1024, rel=0.05)
+    assert checkpoint_choice("auto", peak, 80 * 1024) is False  # an H100 holds it twice over
+    assert checkpoint_choice("auto", peak, 24 * 1024) is True  # a 24 GB card would pass its half
+    assert checkpoint_choice("auto", peak, None) is False
+    assert checkpoint_choice(True, 1, 80 * 1024) is True and checkpoint_choice(False, 10**6, 1) is False
 
 
 def test_tuning_refuses_an_unknown_precision_naming_the_key(tiny_checkpoint, t2_data, tmp_path, capsys):

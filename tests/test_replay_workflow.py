@@ -63,13 +63,13 @@ def test_one_tuning_job_per_transcript_and_recipe_and_the_exact_spend(wf):
 def test_dry_run_of_the_01b_summary_prints_planned_gpu_hours_and_dollars(wf):
     counts, _, line = dry_run(wf, "results/urd/0.1b/summary.json")
     assert counts["tune_state"] == 24  # 2 recipes x (6 T1 + 6 T2) transcripts
-    # replay_banc: 12 x ceil(64 steps x 6,144 / 31,541 tokens/s + 60 s load + 52 s compile) = 12 x 125 s;
-    # replay_tune, 10 passes, every transcript under ctx 2,048, so at its step time (2,048 / 9,826 s):
-    # 12 x ceil(10 x 0.208 + 112) = 12 x 115 s; 2,880 GPU s = 0.80 h
-    m = re.fullmatch(r"urd planned spend \(124 jobs to run\): GPU 0\.80 h, CPU (\d+\.\d\d) h, US\$ (\d+\.\d\d) "
+    # replay_banc: 12 x ceil(64 steps x 6,144 / 49,440 tokens/s + 60 s load + 52 s compile) = 12 x 120 s;
+    # replay_tune, 10 passes, every transcript under ctx 2,048, so at its step time (2,048 / 16,236 s):
+    # 12 x ceil(10 x 0.126 + 112) = 12 x 114 s; 2,808 GPU s = 0.78 h
+    m = re.fullmatch(r"urd planned spend \(124 jobs to run\): GPU 0\.78 h, CPU (\d+\.\d\d) h, US\$ (\d+\.\d\d) "
                      + re.escape(PRICES), line)
     assert m, line
-    assert float(m[2]) == pytest.approx(0.80 * 0.60 + float(m[1]) * 0.05, abs=0.01)
+    assert float(m[2]) == pytest.approx(0.78 * 0.60 + float(m[1]) * 0.05, abs=0.01)
 
 
 def squeue_partitions(env: dict) -> dict[str, set[str]]:

@@ -38,6 +38,27 @@ FLA_DETERMINISM = ("not byte-reproducible: fla's kernels choose block sizes by t
                    "and a block size orders their sums")
 
 
+# Peak GPU memory of a step without recomputation: the weights in float32 and ~104 bytes a token,
+# layer and channel of activations (fla, bf16, no checkpoint_layers, on an H200, from the peaks
+# at ctx 2,048 and 6,144 in GiB, config train_speed.*.basis: 102 bytes at the 0.1B shape, 106 at
+# 0.4B; the estimate is within 10 % of all four peaks)
+ACTIVATION_BYTES = 104
+# `auto` recomputes blocks only when that estimate passes this share of the GPU's memory
+AUTO_CHECKPOINT_SHARE = 0.5
+
+
+def estimated_peak_mb(n_params: int, n_layer: int, n_embd: int, ctx: int) -> int:
+    return round((4 * n_params + ACTIVATION_BYTES * ctx * n_layer * n_embd) / 2**20)
+
+
+def checkpoint_choice(requested, peak_mb: int, device_mb: int | None) -> bool:
+    """Whether a step recomputes its blocks: as requested (True or False), or for `auto` only
+    where the estimated peak passes AUTO_CHECKPOINT_SHARE of the device's memory."""
+    if requested != "auto":
+        return bool(requested)
+    return device_mb is not None and peak_mb > AUTO_CHECKPOINT_SHARE * device_mb
+
+
 def device_name(device) -> str:
     import torch
 
@@ -107,6 +128,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="fp32 or bf16, the frozen weight products' (urd.backbone.rwkv7_torch.PRECISIONS); "
                          "the bytes depend on it")
     ap.add_argument("--checkpoint-layers", action="store_true", help="recompute block activations in backward")
+    ap.add_argument("--cuda-precision", help="the precision on a CUDA device (default: --precision)")
+    ap.add_argument("--cuda-checkpoint-layers", choices=("auto", "true", "false"),
+                    help="recomputation on a CUDA device: true, false, or auto (only where the estimated "
+                         "peak passes half the GPU's memory); default: --checkpoint-layers")
     ap.add_argument("--out-dir", required=True)
     ap.add_argument("--verified", nargs="*", default=[], help="verify stamps: their files are re-checked before use")
     args = ap.parse_args(argv)
@@ -132,14 +157,24 @@ def main(argv: list[str] | None = None) -> int:
         recipe = resolve(json.loads(args.settings), args.recipe, args.scale, len(tokens), args.factor)
         log(f"{recipe.steps} steps x ctx {recipe.ctx} = {recipe.trained_tokens} tokens "
             f"(cap {recipe.token_cap}{', out of contract' if recipe.out_of_contract else ''}) on {device}")
+        cuda = device.type == "cuda"
+        precision = (args.cuda_precision or args.precision) if cuda else args.precision
+        asked = (args.cuda_checkpoint_layers or args.checkpoint_layers) if cuda else args.checkpoint_layers
+        asked = {"true": True, "false": False}.get(asked, asked)
         model = RWKV7.load(args.checkpoint, device, wkv_chunk=args.wkv_chunk,
-                           checkpoint_layers=args.checkpoint_layers, wkv=args.wkv, precision=args.precision)
+                           checkpoint_layers=asked is True, wkv=args.wkv, precision=precision)
+        peak_mb = estimated_peak_mb(sum(t.numel() for t in model.z.values()), model.n_layer, model.n_embd, recipe.ctx)
+        device_mb = torch.cuda.get_device_properties(device).total_memory // 2**20 if cuda else None
+        model.checkpoint_layers = checkpoint_choice(asked, peak_mb, device_mb)
+        if asked == "auto":
+            log(f"checkpoint_layers auto: estimated peak {peak_mb} MB of the device's {device_mb} MB: "
+                f"{'recomputing blocks' if model.checkpoint_layers else 'no recomputation'}")
         loaded = time.monotonic()
         if args.wkv == "auto" and model.wkv != "fla" and device.type == "cuda":
             from ..backbone.wkv_fla import unavailable
 
             log(f"WKV path {model.wkv}, not fla: {unavailable(device)}")
-        if args.precision == "bf16" and device.type == "cpu" and not (
+        if precision == "bf16" and device.type == "cpu" and not (
                 torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()):
             log("bf16 products on a CPU without native bf16 (avx512_bf16 or AMX): emulated, slower than fp32")
         state, losses = tune_state(model, tokens, recipe, log)
@@ -166,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
             "wkv": {"path": model.wkv, "requested": args.wkv,
                     "chunk": None if model.wkv == "fla" else args.wkv_chunk},  # fla picks its own
             "precision": model.precision,
+            "checkpoint_layers": {"ran": model.checkpoint_layers, "requested": asked, "estimated_peak_mb": peak_mb},
             "determinism": FLA_DETERMINISM if model.wkv == "fla" else DETERMINISM,
             "wall_time_s": round(tuned - started, 3),
             "load_s": round(loaded - started, 3),
