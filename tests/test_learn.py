@@ -495,13 +495,34 @@ def test_vanilla_sits_at_its_floor_on_the_shipped_model(cfg, shipped):
         else:
             rates = [episode_scores("t2", [r for r in van if r["episode"] == e["episode"]]) for e in eps]
             assert all(x["rate_trigger"] == 0 and x["rate_non_trigger"] == 0 for x in rates)  # no marker known
-        # and the same model, given the transcript, does answer in the tasks' forms (a code or NONE;
-        # the reply with or without a marker): the floor is not a model that says nothing
+        # and the same model, given the transcript, does answer in the form of each task it was
+        # trained on (a code or NONE; the reply with or without a marker): the floor is not a model
+        # that says nothing
+        if not plan.settings_of(cfg["backbones"]["learned"]["train"]["settings"])[f"{task}_per_step"]:
+            continue
         ctl = run_control(bb, task, eps, dec)
         if task == "t1":
             assert all(r["parsed"] is not None for r in ctl)
         else:
             assert all(r["parsed"].startswith("Logged: ") for r in ctl)
+
+
+def test_the_shipped_model_learns_t2_in_session_on_the_published_episodes(cfg, shipped):
+    """The shipped checkpoint, through the benchmark's own load, decode and judge, applies each
+    published episode's rule within session A (the issue's target: discrimination_A >= 0.5): a
+    regression in the export, the loading path or the scoring would read as a model that learns
+    nothing."""
+    from urd.backbone.adapter import Backbone
+    from urd.data import calibrate
+    from urd.harness.runner import run_control
+    from urd.harness.scoring import episode_scores
+    from urd.session.context import Decode
+
+    bb = Backbone.load(shipped)
+    eps = [calibrate.t2_episode(cfg, i) for i in range(cfg["episodes"])]
+    ctl = run_control(bb, "t2", eps, Decode(max_new_tokens=cfg["decode"]["t2"]["max_new_tokens"]))
+    scores = [episode_scores("t2", [r for r in ctl if r["episode"] == e["episode"]])["score"] for e in eps]
+    assert min(scores) >= 0.5, scores
 
 
 def test_the_learning_curve_reads_each_evaluation_and_the_curriculum_column_where_recorded(tmp_path):
