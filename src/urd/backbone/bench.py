@@ -24,8 +24,8 @@ import time
 
 SHAPES = {"tiny": dict(n_layer=2, n_embd=128), "0.1b": dict(n_layer=12, n_embd=768),
           "0.4b": dict(n_layer=24, n_embd=1024)}
-# the paths of the GPU table: (wkv, precision, checkpoint_layers); the second is the tuning job's
-# default there (replay.wkv auto, precision fp32, checkpoint_layers true)
+# the paths of the GPU table: (wkv, precision, checkpoint_layers); the last is what a tuning job
+# runs on CUDA (config replay.on_cuda, below half the GPU's memory), the second what it ran before
 TABLE_PATHS = (("chunked", "fp32", True), ("fla", "fp32", True), ("fla", "bf16", True), ("fla", "bf16", False))
 WKV_CHUNK = 32  # config/config.yaml replay.wkv_chunk
 
@@ -150,24 +150,16 @@ def stage_table(shape: str, ctxs: list[int], repeats: int) -> dict:
             del m
             if cuda:
                 torch.cuda.empty_cache()
+    from ..core.provenance import package_versions
+
     return {"shape": shape, **SHAPES[shape], "device": _device_label(device), "rows": rows,
-            "first_fla_step_s": first_fla_s, "torch": torch.__version__, "fla": _version("fla-core"),
-            "triton": _version("triton")}
+            "first_fla_step_s": first_fla_s, "versions": package_versions(("torch", "triton", "fla-core"))}
 
 
 def _device_label(device) -> str:
     import torch
 
     return torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-
-
-def _version(dist: str) -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(dist)
-    except PackageNotFoundError:
-        return None
 
 
 def table_lines(results: list[dict]) -> list[str]:
@@ -185,8 +177,9 @@ def table_lines(results: list[dict]) -> list[str]:
                 cells.append("skipped" if "skipped" in r else f"{r['trained_tokens_per_s']:,}{gb}")
             out.append(f"| {res['shape']} | {ctx:,} | " + " | ".join(cells) + " |")
     for res in results:
-        out.append(f"{res['shape']} on {res['device']} (torch {res['torch']}, triton {res['triton']}, "
-                   f"fla-core {res['fla']}): the first fla step of a fresh process took "
+        v = res["versions"]
+        out.append(f"{res['shape']} on {res['device']} (torch {v['torch']}, triton {v['triton']}, "
+                   f"fla-core {v['fla-core']}): the first fla step of a fresh process took "
                    + (f"{res['first_fla_step_s']} s" if res["first_fla_step_s"] is not None else "- (no fla)"))
     skipped = sorted({r["skipped"] for res in results for r in res["rows"] if "skipped" in r})
     out += [f"skipped: {why}" for why in skipped]

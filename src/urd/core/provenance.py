@@ -187,11 +187,11 @@ def git_commit(cwd: str | Path = ".") -> str | None:
     return head + ("-dirty" if dirty else "")
 
 
-def package_versions() -> dict[str, str]:
+def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:
     from importlib import metadata  # here, not at import: every job's wrapper imports this module
 
     out = {"python": platform.python_version()}
-    for name in PACKAGES:
+    for name in names:
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
