@@ -132,6 +132,60 @@ def test_a_tied_head_starts_as_the_scaled_embedding_and_the_default_does_not():
         plan.settings_of({"tied_head": 0.5})
 
 
+def test_the_rwkv_lm_init_starts_the_blocks_as_rwkv_lms_x070_trainer_does():
+    x = model.init_weights(3, 2, 128, rwkv_lm=True)
+    # by hand from RWKV-LM's formulas: layer 0, channel 0 (www -6, zigzag -1): w0 = -6 + 0.5 - 2.5;
+    # channel 63 (the head's last: zigzag +1): -6 + 6 * 63/127 + 0.5 + 2.5
+    w0 = x["blocks.0.att.w0"].flatten()
+    assert w0[0].item() == pytest.approx(-8.0) and w0[63].item() == pytest.approx(-3 + 6 * 63 / 127, abs=1e-5)
+    assert x["blocks.1.att.a0"].flatten()[0].item() == pytest.approx(-0.19 - 0.3 - 0.2)
+    assert torch.all(x["blocks.1.att.r_k"] == -0.04) and torch.all(x["blocks.0.ln1.weight"] == 1)
+    # decay, in-context learning rate, value mix and gate start input-independent: low-rank
+    # inputs zero, outputs orthogonal rows at gain 0.1
+    for p in ("w", "a", "v", "g"):
+        assert not x[f"blocks.1.att.{p}1"].any()
+        w2 = x[f"blocks.1.att.{p}2"].double()
+        assert torch.allclose(w2 @ w2.t(), 0.01 * torch.eye(w2.shape[0], dtype=torch.double), atol=1e-6)
+    assert x["blocks.0.att.key.weight"].abs().max() <= 0.05 / 128 ** 0.5
+    assert not x["blocks.0.att.output.weight"].any() and not x["blocks.1.ffn.value.weight"].any()
+    # seeded: the same seed, the same draws; another seed, other draws; embedding and head as before
+    again, other, tiny = model.init_weights(3, 2, 128, rwkv_lm=True), model.init_weights(4, 2, 128, rwkv_lm=True), \
+        model.init_weights(3, 2, 128)
+    assert all(torch.equal(again[k], v) for k, v in x.items())
+    assert not torch.equal(other["blocks.0.att.w2"], x["blocks.0.att.w2"])
+    assert torch.equal(tiny["emb.weight"], x["emb.weight"]) and torch.equal(tiny["head.weight"], x["head.weight"])
+    assert not torch.equal(tiny["blocks.0.att.w0"], x["blocks.0.att.w0"])
+    with pytest.raises(InputError, match="rwkv_lm_init"):
+        plan.settings_of({"rwkv_lm_init": 2})
+
+
+def test_query_all_asks_every_shown_key_of_a_training_episode_and_leaves_the_held_out_ones_as_published(cfg, evaluated):
+    ex, tok = S.Exclusions.of(evaluated), get_tokenizer()
+    tasks = {"t1": cfg["tasks"]["t1"], "t2": cfg["tasks"]["t2"]}
+    some = Data(plan.settings_of({**SMALL, "t2_per_step": 0}), tasks, ex, tok)
+    every = Data(plan.settings_of({**SMALL, "t2_per_step": 0, "t1_query_all": 1}), tasks, ex, tok)
+    for pairs in (4, 9, 64):
+        a = S.t1_episode(1, 5, pairs, tasks["t1"], ex)
+        b = S.t1_episode(1, 5, pairs, tasks["t1"], ex, query_all=True)
+        assert a["transcript"] == b["transcript"]  # the same session, more of it asked
+        asked = [q["key"] for q in b["queries"] if q["kind"] != "unseen"]
+        assert sorted(set(asked)) == sorted(p["key"] for p in a["pairs"]) and len(asked) == pairs
+        assert len([q for q in a["queries"] if q["kind"] != "unseen"]) < pairs
+        assert [q["kind"] for q in b["queries"]].count("unseen") == max(1, pairs // 8)
+        c = S.t1_episode(1, 5, pairs, tasks["t1"], ex, query_all=True, no_hot=True)
+        assert not any(p["hot"] for p in c["pairs"]) and len(c["lines"]) == pairs  # each key shown once
+        assert sorted(q["key"] for q in c["queries"] if q["kind"] == "cold") == sorted(p["key"] for p in c["pairs"])
+        assert not S.repeat_spans(c)  # no record repeats: the replies are the only targets
+    (ids, flags), = some.step(4, 10**9)
+    (ids2, flags2), = every.step(4, 10**9)
+    assert sum(flags2) > sum(flags) and len(ids2) > len(ids)
+    assert every.held_out_at(10**9) == some.held_out_at(10**9)
+    assert every.held_out(25) == some.held_out(25)
+    for key in ("t1_query_all", "t1_no_hot"):
+        with pytest.raises(InputError, match=key):
+            plan.settings_of({key: 2})
+
+
 def test_full_loss_makes_every_next_token_a_target_and_the_head_holds_the_transcripts_tokens(cfg, evaluated):
     ex, tok = S.Exclusions.of(evaluated), get_tokenizer()
     tasks = {"t1": cfg["tasks"]["t1"], "t2": cfg["tasks"]["t2"]}
@@ -207,8 +261,12 @@ def test_the_gate_passes_on_a_full_window_of_seen_key_replies_at_its_bar():
     assert g.rate() == 0.5 and not g.passed()  # the unseen reply is not recall; the window is not full
     g.observe([seen, ("hot", range(40, 43))], hits={10, 11, 40, 42})  # 41 missed: the reply is wrong
     assert g.recent == [True, False, True, False] and g.passed()
+    assert g.rate("cold") == 0.0 and g.rate("hot") == 2 / 3  # hot 10-11 twice right, 40-42 wrong
     g.observe([("cold", range(50, 51))], hits=set())
     assert g.rate() == 0.25 and not g.passed()  # the oldest left the window
+    assert g.rate("cold") == 0.0 and g.rate("hot") == 0.5 and g.kinds == ["cold", "hot", "hot", "cold"]
+    g.reset()
+    assert g.rate() is None and g.rate("cold") is None
 
 
 def test_reply_positions_predict_each_query_s_reply(cfg, evaluated):

@@ -44,17 +44,22 @@ def reply_vocab(tokenizer) -> list[int]:
 
 
 def init_weights(seed: int, n_layer: int, n_embd: int, head_size: int = 64,
-                 vocab_size: int = 65536, tied_head: bool = False) -> dict[str, torch.Tensor]:
+                 vocab_size: int = 65536, tied_head: bool = False, rwkv_lm: bool = False) -> dict[str, torch.Tensor]:
     """Initial float32 weights in the released names: `urd.backbone.tiny`'s seeded per-tensor
     draws, with the residual branches' output projections at zero (RWKV-LM's x070 init, so each
     block starts as the identity) and a head of small logits. tied_head: each head row starts as
     its token's embedding row (scaled to logits of ~0.5 sqrt(n_embd) for the token itself), so
     that reading a token back out of the residual stream, which copying a code needs for every one
-    of ~2,000 code tokens, is there from the start rather than learned row by row."""
+    of ~2,000 code tokens, is there from the start rather than learned row by row. rwkv_lm: every
+    block tensor as RWKV-LM's x070 trainer starts it (`x070_block_init`); the embedding and the
+    head stay as above."""
     out = {}
     for name, shape in tiny.rwkv7_shapes(n_layer, n_embd, head_size, vocab_size).items():
         layer = int(name.split(".")[1]) if name.startswith("blocks.") else 0
-        arr = tiny._init(name, shape, tiny._rng(seed, name), layer, n_layer)
+        if rwkv_lm and name.startswith("blocks."):
+            arr = x070_block_init(name, shape, tiny._rng(seed, name), layer, n_layer, n_embd, head_size)
+        else:
+            arr = tiny._init(name, shape, tiny._rng(seed, name), layer, n_layer)
         if name.endswith(("att.output.weight", "ffn.value.weight")):
             arr = np.zeros(shape, np.float32)
         elif name == "head.weight":
@@ -63,6 +68,74 @@ def init_weights(seed: int, n_layer: int, n_embd: int, head_size: int = 64,
     if tied_head:
         out["head.weight"] = out["emb.weight"] * (0.5 / n_embd ** 0.5)
     return out
+
+
+def _orthogonal(rng: np.random.Generator, shape: tuple, gain: float) -> np.ndarray:
+    """torch.nn.init.orthogonal_'s matrix from a seeded numpy draw (QR, signs fixed)."""
+    rows, cols = shape
+    q, r = np.linalg.qr(rng.standard_normal((max(rows, cols), min(rows, cols))))
+    q = q * np.sign(np.diag(r))
+    return gain * (q if rows >= cols else q.T)
+
+
+def x070_block_init(name: str, shape: tuple, rng: np.random.Generator, layer: int, n_layer: int,
+                    n_embd: int, head_size: int) -> np.ndarray:
+    """A block tensor as RWKV-LM's x070 trainer (RWKV-v7/train_temp) initialises it: token-shift
+    ramps, per-head decay zigzag, low-rank inputs at zero with small orthogonal outputs (so decay,
+    in-context learning rate, value mix and gate start as their per-channel constants), small
+    keys, zero output projections, layer norms at 1 and 0. Where tiny's test init adds noise to
+    every tensor, this one starts each head as the trainer meant it: a in-context learning rate
+    near 0.45, slow and fast decays in every head."""
+    leaf = ".".join(name.split(".")[3:])  # blocks.<i>.att.<leaf> / blocks.<i>.ffn.<leaf>
+    C, N = n_embd, head_size
+    r01 = layer / max(1, n_layer - 1)
+    r10 = 1.0 - layer / n_layer
+    n = np.arange(C, dtype=np.float64)
+    ddd = n / C
+    linear = n / (C - 1) - 0.5
+    zig = ((n % N) - (N - 1) / 2) / ((N - 1) / 2)
+    zig = zig * np.abs(zig)
+    vec = lambda a: np.asarray(a, np.float32).reshape(shape)
+    uniform = lambda bound: rng.uniform(-bound, bound, shape).astype(np.float32)
+    if name.split(".")[2] in ("ln0", "ln1", "ln2"):
+        return vec(np.ones(C) if name.endswith("weight") else np.zeros(C))
+    if leaf == "ln_x.weight":
+        return vec(np.full(C, ((1 + layer) / n_layer) ** 0.7))
+    if leaf == "ln_x.bias":
+        return vec(np.zeros(C))
+    if name.split(".")[2] == "ffn":
+        if leaf == "x_k":
+            return vec(1.0 - ddd ** (r10 ** 4))
+        if leaf == "key.weight":
+            return uniform(0.5 / n_embd ** 0.5)
+        return np.zeros(shape, np.float32)  # ffn.value: zero (the caller zeroes it too)
+    power = {"x_r": 0.2, "x_w": 0.9, "x_k": 0.7, "x_v": 0.7, "x_a": 0.9, "x_g": 0.2}
+    if leaf in power:
+        return vec(1.0 - ddd ** (power[leaf] * r10))
+    if leaf == "w0":
+        return vec(-6 + 6 * (n / (C - 1)) ** (1 + r01 ** 0.3) + 0.5 + zig * 2.5)
+    if leaf == "a0":
+        return vec(-0.19 + zig * 0.3 + linear * 0.4)
+    if leaf == "v0":
+        return vec(0.73 - linear * 0.4)
+    if leaf == "k_k":
+        return vec(0.71 - linear * 0.1)
+    if leaf == "k_a":
+        return vec(np.full(C, 1.02))
+    if leaf == "r_k":
+        return np.full(shape, -0.04, np.float32)
+    if leaf in ("w1", "a1", "v1", "g1"):
+        return np.zeros(shape, np.float32)
+    if leaf in ("w2", "a2", "v2", "g2"):
+        gain = (shape[0] / shape[1]) ** 0.5 if shape[0] > shape[1] else 1.0
+        return _orthogonal(rng, shape, gain * 0.1).astype(np.float32)
+    if leaf in ("receptance.weight", "value.weight"):
+        return uniform(0.5 / n_embd ** 0.5)
+    if leaf == "key.weight":
+        return uniform(0.05 / n_embd ** 0.5)
+    if leaf == "output.weight":
+        return np.zeros(shape, np.float32)
+    raise KeyError(f"no x070 initialiser for {name}")  # a new tensor name must be handled on purpose
 
 
 class Trainable:

@@ -48,15 +48,19 @@ class Exclusions:
         return cls(frozenset(keys), frozenset(values), frozenset(markers), frozenset(rules))
 
 
-def t1_spec(pairs: int, base: dict) -> dict:
-    """A T1 spec of `pairs` pairs in the published shape: an eighth of them hot (5 showings)."""
-    hot = max(1, pairs // 8)
-    return {**base, "pairs": pairs, "hot_keys": hot,
-            "quota": {"hot": hot, "cold": min(pairs - hot, max(1, pairs // 4)), "unseen": max(1, pairs // 8)}}
+def t1_spec(pairs: int, base: dict, query_all: bool = False, no_hot: bool = False) -> dict:
+    """A T1 spec of `pairs` pairs in the published shape: an eighth of them hot (5 showings).
+    query_all: every shown key is asked (each hot key once), not a quarter of the cold ones: the
+    same transcript gives every pair's recall as a target. no_hot: every key shown once, so
+    answering the most-shown code (which scores on hot keys without reading the key) pays nothing."""
+    hot = 0 if no_hot else max(1, pairs // 8)
+    cold = pairs - hot if query_all else min(pairs - hot, max(1, pairs // 4))
+    return {**base, "pairs": pairs, "hot_keys": hot, "quota": {"hot": hot, "cold": cold, "unseen": max(1, pairs // 8)}}
 
 
-def t1_episode(seed: int, index: int, pairs: int, base: dict, ex: Exclusions) -> dict:
-    spec = t1_spec(pairs, base)
+def t1_episode(seed: int, index: int, pairs: int, base: dict, ex: Exclusions, query_all: bool = False,
+               no_hot: bool = False) -> dict:
+    spec = t1_spec(pairs, base, query_all, no_hot)
     q = spec["quota"]
     ep = t1.generate_episode(seed, index, spec, q["hot"] + q["cold"] + q["unseen"],
                              root=Stream(FAMILY, seed, "t1", index), exclude=ex.keys, ids=f"train-t1-{index}")

@@ -84,7 +84,8 @@ class Data:
         base = self.t1_base(tokens_seen)
         sizes = [cap if self.s["gate"] else low + Stream(S.FAMILY, seed, "pairs", step * n1 + j).below(cap - low + 1)
                  for j in range(n1)]
-        eps = [S.t1_episode(seed, step * n1 + j, sizes[j], base, self.ex) for j in range(n1)]
+        eps = [S.t1_episode(seed, step * n1 + j, sizes[j], base, self.ex, bool(self.s["t1_query_all"]),
+                            bool(self.s["t1_no_hot"])) for j in range(n1)]
         eps += [S.t2_episode(seed, step * 16 + j, self.tasks["t2"], self.ex) for j in range(self.s["t2_per_step"])]
         seqs = [S.sequence_with_replies(self.tok, ep) for ep in eps]
         seqs = [(ids, flags, replies if ep["task"] == "t1" else []) for (ids, flags, replies), ep in zip(seqs, eps)]
@@ -131,15 +132,22 @@ class Gate:
     so this is held-out recall at the level, measured for nothing."""
 
     def __init__(self, bar: float, window: int):
-        self.bar, self.window, self.recent = bar, window, []
+        self.bar, self.window, self.recent, self.kinds = bar, window, [], []
 
     def observe(self, replies: list[tuple[str, range]], hits: set[int]) -> None:
         for kind, positions in replies:
             if kind != "unseen":
                 self.recent = (self.recent + [all(p in hits for p in positions)])[-self.window:]
+                self.kinds = (self.kinds + [kind])[-self.window:]
 
-    def rate(self) -> float | None:
-        return sum(self.recent) / len(self.recent) if self.recent else None
+    def rate(self, kind: str | None = None) -> float | None:
+        """The share right over the window; of one kind's replies only with `kind` (cold keys,
+        shown once, are the recall that answering the most-shown code cannot fake)."""
+        got = [ok for ok, k in zip(self.recent, self.kinds) if kind in (None, k)]
+        return sum(got) / len(got) if got else None
+
+    def reset(self) -> None:
+        self.recent, self.kinds = [], []
 
     def passed(self) -> bool:
         return len(self.recent) == self.window and self.rate() >= self.bar
@@ -201,7 +209,8 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
     data = Data(s, tasks, ex, tok)
     held = data.held_out(25)
     net = M.Trainable(M.init_weights(int(s["seed"]), int(s["n_layer"]), int(s["n_embd"]),
-                                      tied_head=bool(s["tied_head"])), data.vocab())
+                                      tied_head=bool(s["tied_head"]), rwkv_lm=bool(s["rwkv_lm_init"])),
+                     data.vocab())
     params = net.parameters()
     opt = torch.optim.Adam(params, lr=s["lr"], betas=(0.9, 0.99), eps=1e-8)
     resume = Path(out + ".resume.pt")
@@ -217,6 +226,7 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
         opt.load_state_dict(ck["optimizer"])
         step, tokens, spent, record = ck["step"], ck["tokens"], ck["seconds"], ck["record"]
         data.level, gate.recent = ck.get("level", 0), ck.get("gate_recent", [])
+        gate.kinds = ck.get("gate_kinds", [None] * len(gate.recent))
         print(f"resumed at step {step} ({tokens:,} tokens)", file=log, flush=True)
     started = time.monotonic() - spent
     window = []
@@ -234,8 +244,9 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
             gate.observe(replies, hits)
         if s["gate"] and gate.passed() and data.level + 1 < len(data.levels):
             record["levels"].append({"step": step + 1, "tokens": tokens, "passed": list(data.levels[data.level]),
-                                     "rate": gate.rate()})
-            data.level, gate.recent = data.level + 1, []
+                                     "rate": gate.rate(), "rate_cold": gate.rate("cold")})
+            data.level = data.level + 1
+            gate.reset()
             pairs, length = data.levels[data.level]
             print(f"step {step + 1}: T1 recall {record['levels'][-1]['rate']:.2f} over the last {gate.window} "
                   f"replies; the curriculum moves to {pairs} pairs, {length}-character codes", file=log, flush=True)
@@ -251,11 +262,14 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
             el = time.monotonic() - started
             rec = {"step": step, "tokens": tokens, "loss": sum(window) / len(window), "seconds": round(el, 1),
                    "pairs_cap": data.cap(tokens),
-                   **({"code_length": data.code_length(tokens), "recall": gate.rate()} if s["gate"] else {})}
+                   **({"code_length": data.code_length(tokens), "recall": gate.rate(), "recall_cold": gate.rate("cold")}
+                      if s["gate"] else {})}
             record["curve"].append(rec)
             window = []
             left = el / tokens * (s["tokens"] - tokens)
-            gated = (f" codes {rec['code_length']}, recall {gate.rate():.2f}" if s["gate"] and gate.recent else "")
+            cold = gate.rate("cold")
+            gated = (f" codes {rec['code_length']}, recall {gate.rate():.2f}"
+                     + (f" (cold keys {cold:.2f})" if cold is not None else "") if s["gate"] and gate.recent else "")
             print(f"step {step} tokens {tokens:,} loss {rec['loss']:.3f} cap {rec['pairs_cap']}{gated} "
                   f"{tokens / el:,.0f} tok/s, {el / 60:.1f} min, ~{left / 60:.0f} min left", file=log, flush=True)
         if step % s["eval_every"] == 0 or tokens >= s["tokens"]:
@@ -275,7 +289,7 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
         if step % s["save_every"] == 0 and tokens < s["tokens"]:
             buf = {"settings": s, "weights": net.state_dict(), "optimizer": opt.state_dict(), "step": step,
                    "tokens": tokens, "seconds": time.monotonic() - started, "record": record,
-                   "level": data.level, "gate_recent": gate.recent}
+                   "level": data.level, "gate_recent": gate.recent, "gate_kinds": gate.kinds}
             tmp = resume.with_suffix(".tmp")
             torch.save(buf, tmp)
             os.replace(tmp, resume)
