@@ -84,7 +84,7 @@ def x070_block_init(name: str, shape: tuple, rng: np.random.Generator, layer: in
     ramps, per-head decay zigzag, low-rank inputs at zero with small orthogonal outputs (so decay,
     in-context learning rate, value mix and gate start as their per-channel constants), small
     keys, zero output projections, layer norms at 1 and 0. Where tiny's test init adds noise to
-    every tensor, this one starts each head as the trainer meant it: a in-context learning rate
+    every tensor, this one starts each head as the trainer meant it: an in-context learning rate
     near 0.45, slow and fast decays in every head."""
     leaf = ".".join(name.split(".")[3:])  # blocks.<i>.att.<leaf> / blocks.<i>.ffn.<leaf>
     C, N = n_embd, head_size
@@ -108,7 +108,7 @@ def x070_block_init(name: str, shape: tuple, rng: np.random.Generator, layer: in
             return vec(1.0 - ddd ** (r10 ** 4))
         if leaf == "key.weight":
             return uniform(0.5 / n_embd ** 0.5)
-        return np.zeros(shape, np.float32)  # ffn.value: zero (the caller zeroes it too)
+        return np.zeros(shape, np.float32)  # ffn.value
     power = {"x_r": 0.2, "x_w": 0.9, "x_k": 0.7, "x_v": 0.7, "x_a": 0.9, "x_g": 0.2}
     if leaf in power:
         return vec(1.0 - ddd ** (power[leaf] * r10))

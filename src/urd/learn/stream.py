@@ -9,7 +9,8 @@ keys, and the markers of every evaluated T2 rule from the training markers (so n
 its marker can recur); `overlap` re-checks the finished stream against the evaluation data.
 
 A training sequence is what the in-session control reads: the transcript, tokenized whole, then
-each query tokenized alone with its expected reply (" <answer>\\n") after it. The loss is taken
+each query tokenized alone with its expected reply (" <answer>\\n") after it, the queries one
+after another in the one sequence (the control answers each from the transcript's end). The loss is taken
 on the replies only (the query answers, T2's teaching replies inside the transcript, and the
 codes of T1's repeated records): a code is unpredictable where it first appears, and the reply
 is what the control scores.

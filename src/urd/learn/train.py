@@ -129,7 +129,9 @@ class Gate:
     every token greedy's pick, so greedy decoding gives the whole reply) over the last `window`
     of them at the current level; at `bar` or above, the curriculum moves to its next level.
     The replies are the step's own, judged before the step learns from them: fresh episodes,
-    so this is held-out recall at the level, measured for nothing."""
+    so this is held-out recall at the level, measured for nothing, but read as the training
+    sequence reads it (each query after the earlier questions and answers), not as the control
+    does (each from the transcript's end): docs/learned-backbone.md measures how far they part."""
 
     def __init__(self, bar: float, window: int):
         self.bar, self.window, self.recent, self.kinds = bar, window, [], []
