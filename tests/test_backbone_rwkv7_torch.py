@@ -82,6 +82,29 @@ def test_logits_match_rwkv_package_with_nonzero_state(pair):
     assert not torch.allclose(m.forward(toks), ref2, atol=1e-2)
 
 
+@pytest.mark.parametrize("wkv", ["chunked", "sequential"])
+def test_a_batch_from_one_state_is_each_sequence_run_alone(tmp_path, wkv):
+    """tokens [B, T]: every row from the same state, outputs, final states and the state's
+    gradient those of the rows run one at a time (the batch folds into the WKV's heads)."""
+    m = RWKV7.load(write_tiny_checkpoint(tmp_path / "m.pth", seed=9, n_layer=2, n_embd=128), wkv=wkv, wkv_chunk=16)
+    ts, shifts = _random_state(m, 7)
+    toks = torch.randint(1, 65530, (3, 21), generator=torch.Generator().manual_seed(8))
+    ts_b, ts_1 = ts.clone().requires_grad_(), ts.clone().requires_grad_()
+    h, state = m.hidden(toks, ts_b, shifts=shifts)
+    assert h.shape == (3, 21, m.n_embd) and state[1].shape == (3, m.n_head, m.head_size, m.head_size)
+    h.square().sum().backward()
+    alone = 0
+    for b in range(3):
+        hb, sb = m.hidden(toks[b], ts_1, shifts=shifts)
+        torch.testing.assert_close(h[b], hb, **TOL)
+        for x, y in zip(state, sb):
+            torch.testing.assert_close(x[b], y, **TOL)
+        alone = alone + hb.square().sum()
+    alone.backward()
+    torch.testing.assert_close(ts_b.grad, ts_1.grad, rtol=1e-4, atol=1e-3)
+    assert not torch.allclose(h[0], h[1], atol=1e-2)  # the rows are not one row repeated
+
+
 def test_loss_equals_cross_entropy_of_full_logits(pair):
     _, m = pair
     ts, _ = _random_state(m, 2)

@@ -181,7 +181,7 @@ def test_query_all_asks_every_shown_key_of_a_training_episode_and_leaves_the_hel
     assert sum(flags2) > sum(flags) and len(ids2) > len(ids)
     assert every.held_out_at(10**9) == some.held_out_at(10**9)
     assert every.held_out(25) == some.held_out(25)
-    for key in ("t1_query_all", "t1_no_hot"):
+    for key in ("t1_query_all", "t1_no_hot", "branch_queries"):
         with pytest.raises(InputError, match=key):
             plan.settings_of({key: 2})
 
@@ -248,7 +248,7 @@ def test_a_gated_step_draws_every_t1_episode_at_its_level(cfg, evaluated):
     pairs, length = plan.levels(s)[5]
     base = {**tasks["t1"], "value_length": length}
     want = [S.sequence(tok, S.t1_episode(s["seed"], 7 * 2 + j, pairs, base, ex)) for j in range(2)]
-    assert [(ids, flags) for ids, flags, _ in data.step_with_replies(7, 0)[:2]] == want
+    assert [(ids, flags) for ids, flags, _, _ in data.step_with_replies(7, 0)[:2]] == want
     assert data.cap(0) == pairs and data.code_length(10**12) == length  # the level, whatever the tokens
 
 
@@ -272,12 +272,46 @@ def test_the_gate_passes_on_a_full_window_of_seen_key_replies_at_its_bar():
 def test_reply_positions_predict_each_query_s_reply(cfg, evaluated):
     ex, tok = S.Exclusions.of(evaluated), get_tokenizer()
     ep = S.t1_episode(1, 5, 8, cfg["tasks"]["t1"], ex)
-    ids, flags, replies = S.sequence_with_replies(tok, ep)
+    ids, flags, replies, _ = S.sequence_with_replies(tok, ep)
     assert (ids, flags) == S.sequence(tok, ep)
     assert [k for k, _ in replies] == [q["kind"] for q in ep["queries"]]
     for (_, at), q in zip(replies, ep["queries"]):
         assert all(flags[p] for p in at)
         assert tok.decode([ids[p + 1] for p in at]) == S.reply("t1", q)
+
+
+def test_branched_queries_each_run_from_the_transcripts_end_as_the_control_reads_them(cfg, evaluated):
+    """branch_queries: the step's sequences say where each query starts, and the loss and hits
+    are those of the transcript followed by each query alone (the earlier questions and answers
+    unseen), where the plain sequence reads them one after another."""
+    ex, tok = S.Exclusions.of(evaluated), get_tokenizer()
+    tasks = {"t1": cfg["tasks"]["t1"], "t2": cfg["tasks"]["t2"]}
+    branched = Data(plan.settings_of({**SMALL, "branch_queries": 1}), tasks, ex, tok)
+    plain = Data(plan.settings_of(SMALL), tasks, ex, tok)
+    (ids, flags, replies, starts), t2seq = branched.step_with_replies(3, 10**9)
+    assert all(not b for *_, b in plain.step_with_replies(3, 10**9)) and t2seq[3]  # T2's queries branch too
+    assert (ids, flags, replies) == plain.step_with_replies(3, 10**9)[0][:3]
+    ep = S.t1_episode(SMALL["seed"], 3, plain.cap(10**9), tasks["t1"], ex)
+    assert [tok.decode(ids[a:a + len(tok.encode(q["prompt"]))]) for a, q in zip(starts, ep["queries"])] \
+        == [q["prompt"] for q in ep["queries"]]
+    net = model.Trainable(model.init_weights(4, 2, 64), model.reply_vocab(tok))
+    g = torch.Generator().manual_seed(4)
+    with torch.no_grad():
+        for name in net.names:  # blocks that read their context (the init's are the identity)
+            if name.endswith(("att.output.weight", "ffn.value.weight")):
+                net.net.z[name].copy_(0.3 * torch.randn(net.net.z[name].shape, generator=g))
+        loss, k, hits = net.loss_and_hits(ids, flags, starts)
+        trunk = starts[0]
+        want_loss, want_k, want_hits = net.loss_and_hits(ids[:trunk] + [ids[trunk]], flags[:trunk] + [False])
+        for a, b in zip(starts, starts[1:] + [len(ids)]):  # each query alone after the transcript
+            l, n, h = net.loss_and_hits(ids[:trunk] + ids[a:b], [False] * trunk + flags[a:b])
+            want_loss, want_k, want_hits = want_loss + l, want_k + n, want_hits | {p - trunk + a for p in h}
+        torch.testing.assert_close(loss, want_loss, rtol=1e-5, atol=1e-4)
+        assert k == want_k and hits == want_hits and k > len(replies)
+        assert abs(float(loss) - float(net.loss_and_hits(ids, flags)[0])) > 1e-3  # read one after another
+    for bad in ([0, starts[1]], [starts[1], starts[0]], [len(ids)]):
+        with pytest.raises(ValueError, match="query starts"):
+            net.loss_and_hits(ids, flags, bad)
 
 
 def test_hits_are_the_targets_the_head_ranks_first():
@@ -309,8 +343,8 @@ def test_a_gated_run_climbs_as_its_recall_passes_and_a_killed_run_resumes_at_its
     real = model.Trainable.loss_and_hits
 
     def recalls(perfect):
-        def loss_and_hits(self, tokens, is_target):
-            loss, k, _ = real(self, tokens, is_target)
+        def loss_and_hits(self, tokens, is_target, branches=()):
+            loss, k, _ = real(self, tokens, is_target, branches)
             return loss, k, ({i for i, f in enumerate(is_target) if f} if perfect else set())
         return loss_and_hits
 

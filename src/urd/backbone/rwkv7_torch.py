@@ -116,8 +116,8 @@ class RWKV7:
     # --- blocks ------------------------------------------------------------------------------
     def _tmix(self, i, x, shift, s0, v_first):
         z, p, H, N = self.z, f"blocks.{i}.att.", self.n_head, self.head_size
-        T, C = x.shape
-        xx = torch.cat((shift.unsqueeze(0), x[:-1])) - x
+        *lead, T, C = x.shape  # lead: [] or [B], a batch of sequences from one state
+        xx = _shifted(x, shift) - x
         xr, xw, xk, xv, xa, xg = (x + xx * z[p + m] for m in ("x_r", "x_w", "x_k", "x_v", "x_a", "x_g"))
         r = _linear(xr, z[p + "receptance.weight"])
         w = torch.tanh(xw @ z[p + "w1"]) @ z[p + "w2"]
@@ -125,14 +125,18 @@ class RWKV7:
         v = _linear(xv, z[p + "value.weight"])
         a = torch.sigmoid(z[p + "a0"] + (xa @ z[p + "a1"]) @ z[p + "a2"])
         g = torch.sigmoid(xg @ z[p + "g1"]) @ z[p + "g2"]
-        kk = F.normalize((k * z[p + "k_k"]).view(T, H, N), dim=-1, p=2.0).view(T, C)
+        kk = F.normalize((k * z[p + "k_k"]).view(*lead, T, H, N), dim=-1, p=2.0).view(x.shape)
         k = k * (1 + (a - 1) * z[p + "k_a"])
         if i == 0:
             v_first = v
         else:
             v = v + (v_first - v) * torch.sigmoid(z[p + "v0"] + (xv @ z[p + "v1"]) @ z[p + "v2"])
         w = torch.exp(-0.606531 * torch.sigmoid(z[p + "w0"] + w))  # 0.606531 = exp(-0.5)
-        hv = lambda t: t.view(T, H, N)
+        if lead:  # the WKV's heads are independent: a batch runs as B x H heads of one sequence
+            hv = lambda t: t.view(*lead, T, H, N).transpose(0, 1).reshape(T, -1, N)
+            s0 = s0.expand(*lead, H, N, N).reshape(-1, N, N)
+        else:
+            hv = lambda t: t.view(T, H, N)
         args = (s0, hv(r), hv(w), hv(k), hv(v), hv(-kk), hv(kk * a), self.wkv_chunk)
         if self.wkv == "sequential":
             y, sT = wkv7(*args)
@@ -144,15 +148,18 @@ class RWKV7:
             y, sT = checkpoint(wkv7_chunked, *args, use_reentrant=False)
         else:
             y, sT = wkv7_chunked(*args)
-        y = F.group_norm(y.reshape(T, C), H, z[p + "ln_x.weight"], z[p + "ln_x.bias"], eps=64e-5)
-        y = y + ((r * k * z[p + "r_k"]).view(T, H, N).sum(-1, keepdim=True) * v.view(T, H, N)).view(T, C)
-        return _linear(y * g, z[p + "output.weight"]), x[-1], sT, v_first
+        if lead:
+            y, sT = y.reshape(T, *lead, C).transpose(0, 1), sT.reshape(*lead, H, N, N)
+        y = F.group_norm(y.reshape(-1, C), H, z[p + "ln_x.weight"], z[p + "ln_x.bias"], eps=64e-5).reshape(x.shape)
+        hn = lambda t: t.view(*lead, T, H, N)
+        y = y + ((hn(r * k * z[p + "r_k"])).sum(-1, keepdim=True) * hn(v)).view(x.shape)
+        return _linear(y * g, z[p + "output.weight"]), x[..., -1, :], sT, v_first
 
     def _cmix(self, i, x, shift):
         z, p = self.z, f"blocks.{i}.ffn."
-        xx = torch.cat((shift.unsqueeze(0), x[:-1])) - x
+        xx = _shifted(x, shift) - x
         k = torch.relu(_linear(x + xx * z[p + "x_k"], z[p + "key.weight"])) ** 2
-        return _linear(k, z[p + "value.weight"]), x[-1]
+        return _linear(k, z[p + "value.weight"]), x[..., -1, :]
 
     def _ln(self, x, name):
         return F.layer_norm(x, (self.n_embd,), self.z[name + ".weight"], self.z[name + ".bias"])
@@ -164,8 +171,9 @@ class RWKV7:
         return x + dx, att_last, sT, ffn_last, v_first
 
     # --- forward -----------------------------------------------------------------------------
-    def _tokens(self, tokens) -> torch.Tensor:
-        t = torch.as_tensor(tokens, dtype=torch.long, device=self.device).reshape(-1)
+    def _tokens(self, tokens, batch: bool = False) -> torch.Tensor:
+        t = torch.as_tensor(tokens, dtype=torch.long, device=self.device)
+        t = t if batch and t.dim() == 2 else t.reshape(-1)
         if t.numel() == 0:
             raise InputError("tokens", "tokens", "at least one token", 0)
         if int(t.min()) < 0 or int(t.max()) >= self.vocab_size:
@@ -177,8 +185,10 @@ class RWKV7:
         """Final-layer-normed hidden states [T, C] and the state after the last token, as a
         package-layout list (time-mix shift, WKV, channel-mix shift per layer).
 
-        shifts: optional [n_layer, 2, n_embd] initial token shifts (time-mix, channel-mix)."""
-        toks = self._tokens(tokens)
+        shifts: optional [n_layer, 2, n_embd] initial token shifts (time-mix, channel-mix).
+        tokens [B, T]: B sequences of one length, each from the same initial state: states
+        [B, T, C], and each state entry with a leading B."""
+        toks = self._tokens(tokens, batch=True)
         L, C = self.n_layer, self.n_embd
         if time_state is None:
             time_state = self.zero_time_state()
@@ -232,6 +242,11 @@ class RWKV7:
             raise InputError("targets", "targets", "at least one target", 0)
         h, _ = self.hidden(toks, time_state, shifts=shifts)
         return _HeadNLL.apply(h, self.z["head.weight"], targets, head_chunk) / n
+
+
+def _shifted(x, shift):
+    """x's rows one step later along time (the second-last axis), `shift` first: token shift."""
+    return torch.cat((shift.unsqueeze(-2).expand(*x.shape[:-2], 1, x.shape[-1]), x[..., :-1, :]), dim=-2)
 
 
 def _linear(x, w):

@@ -177,18 +177,39 @@ class Trainable:
         loss, k, _ = self.loss_and_hits(tokens, is_target)
         return loss, k
 
-    def loss_and_hits(self, tokens: list[int], is_target: list[bool]) -> tuple[torch.Tensor, int, set[int]]:
-        """`loss`, and the flagged positions whose target is the head's top token (greedy's pick)."""
+    def loss_and_hits(self, tokens: list[int], is_target: list[bool],
+                      branches: list[int] = ()) -> tuple[torch.Tensor, int, set[int]]:
+        """`loss`, and the flagged positions whose target is the head's top token (greedy's pick).
+        branches: positions (ascending) where each query starts; the tokens before the first are
+        the trunk, and each query runs from the trunk's end state alone, as the control answers
+        it, not after the earlier queries and their replies. Positions keep their numbering."""
         toks = torch.tensor(tokens, dtype=torch.long)
         pos = torch.tensor([i for i, f in enumerate(is_target) if f], dtype=torch.long)
         tgt = self.index[toks[pos + 1]]
         # a record's last code character can merge with its full stop into a token no reply
         # holds: such a position is not a target (every reply token is in the vocabulary)
         pos, tgt = pos[tgt >= 0], tgt[tgt >= 0]
-        h, _ = self.net.hidden(toks)
+        h = self._branched(toks, list(branches)) if branches else self.net.hidden(toks)[0]
         logits = h[pos] @ self.net.z["head.weight"].t()
         hits = set(pos[logits.detach().argmax(dim=1) == tgt].tolist())
         return torch.nn.functional.cross_entropy(logits, tgt, reduction="sum"), int(pos.numel()), hits
+
+    def _branched(self, toks: torch.Tensor, starts: list[int]) -> torch.Tensor:
+        """Hidden states of the trunk (before starts[0]) and of each query run from its end state."""
+        if starts != sorted(set(starts)) or not 0 < starts[0] or starts[-1] >= len(toks):
+            raise ValueError(f"query starts {starts[:4]}... must ascend inside the sequence of {len(toks)} tokens")
+        trunk, state = self.net.hidden(toks[:starts[0]])
+        # the package-layout state: per layer time-mix shift, WKV state, channel-mix shift
+        wkv = torch.stack(state[1::3])
+        shifts = torch.stack([torch.stack((a, f)) for a, f in zip(state[0::3], state[2::3])])
+        ends = starts[1:] + [len(toks)]
+        # one batch, right-padded: a query's states never depend on the tokens after it
+        width = max(b - a for a, b in zip(starts, ends))
+        batch = toks.new_zeros(len(starts), width)
+        for j, (a, b) in enumerate(zip(starts, ends)):
+            batch[j, :b - a] = toks[a:b]
+        h, _ = self.net.hidden(batch, wkv, shifts=shifts)
+        return torch.cat([trunk] + [h[j, :b - a] for j, (a, b) in enumerate(zip(starts, ends))])
 
     def state_dict(self, released_rows: bool = False) -> dict[str, torch.Tensor]:
         """float32 training weights, full head (untrained rows at UNTRAINED_LOGIT). released_rows:

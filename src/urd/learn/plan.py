@@ -25,6 +25,7 @@ DEFAULTS = {
     "eval_every": 200, "eval_episodes": 4, "save_every": 100, "threads": 1,
     "max_minutes": 240, "max_memory_mb": 4000, "tied_head": 0, "full_loss": 0, "value_min": 12,
     "gate": 0, "gate_window": 100, "rwkv_lm_init": 0, "t1_query_all": 0, "t1_no_hot": 0,
+    "branch_queries": 0,
 }
 # One-thread training time a trained token: a fixed part (the interpreter, the WKV's chunk loop,
 # the data) and a part proportional to the blocks' weights. Measured on this project's 2-core
@@ -50,7 +51,7 @@ def settings_of(raw: dict, where: str = "settings") -> dict:
             raise InputError(where, k, "a non-negative number", v)
     for k in ("seed", "n_layer", "n_embd", "tokens", "t1_per_step", "t2_per_step", "pairs_min", "eval_every",
               "eval_episodes", "save_every", "threads", "warmup_steps", "tied_head", "full_loss", "rwkv_lm_init",
-              "t1_query_all", "t1_no_hot", "gate_window"):
+              "t1_query_all", "t1_no_hot", "branch_queries", "gate_window"):
         if not isinstance(s[k], int):
             raise InputError(where, k, "an integer", s[k])
     if s["n_embd"] < 64 or s["n_embd"] % 64:
@@ -58,7 +59,7 @@ def settings_of(raw: dict, where: str = "settings") -> dict:
     if s["n_layer"] < 1 or s["threads"] < 1 or s["eval_every"] < 1 or s["save_every"] < 1:
         raise InputError(where, "n_layer/threads/eval_every/save_every", "at least 1",
                          (s["n_layer"], s["threads"], s["eval_every"], s["save_every"]))
-    for k in ("tied_head", "full_loss", "rwkv_lm_init", "t1_query_all", "t1_no_hot"):
+    for k in ("tied_head", "full_loss", "rwkv_lm_init", "t1_query_all", "t1_no_hot", "branch_queries"):
         if s[k] not in (0, 1):
             raise InputError(where, k, "0 or 1", s[k])
     if not 1 <= s["t1_per_step"] + s["t2_per_step"] <= 16:

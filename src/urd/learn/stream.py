@@ -10,7 +10,8 @@ its marker can recur); `overlap` re-checks the finished stream against the evalu
 
 A training sequence is what the in-session control reads: the transcript, tokenized whole, then
 each query tokenized alone with its expected reply (" <answer>\\n") after it, the queries one
-after another in the one sequence (the control answers each from the transcript's end). The loss is taken
+after another in the one sequence; where each query starts is returned too, so that training can
+run each from the transcript's end state, as the control answers it (`branch_queries`). The loss is taken
 on the replies only (the query answers, T2's teaching replies inside the transcript, and the
 codes of T1's repeated records): a code is unpredictable where it first appears, and the reply
 is what the control scores.
@@ -127,25 +128,27 @@ def encode_spans(tokenizer, text: str, spans: list[tuple[int, int]]) -> tuple[li
 def sequence(tokenizer, ep: dict) -> tuple[list[int], list[bool]]:
     """One episode as a training sequence: token ids and, per position, whether the NEXT token
     is a target (the loss predicts token i+1 from position i)."""
-    ids, is_target, _ = sequence_with_replies(tokenizer, ep)
+    ids, is_target, _, _ = sequence_with_replies(tokenizer, ep)
     return ids, is_target
 
 
-def sequence_with_replies(tokenizer, ep: dict) -> tuple[list[int], list[bool], list[tuple[str, range]]]:
-    """`sequence`, and for each query its kind and the positions that predict its reply's tokens
-    (a reply is right, teacher-forced, when every one of them is: then greedy decoding gives it)."""
+def sequence_with_replies(tokenizer, ep: dict) -> tuple[list[int], list[bool], list[tuple[str, range]], list[int]]:
+    """`sequence`; for each query its kind and the positions that predict its reply's tokens
+    (a reply is right, teacher-forced, when every one of them is: then greedy decoding gives it);
+    and the position where each query's prompt starts."""
     spans = teaching_spans(ep) if ep["task"] == "t2" else repeat_spans(ep)
     ids, is_target = encode_spans(tokenizer, ep["transcript"], spans)
-    replies = []
+    replies, starts = [], []
     for q in ep["queries"]:
         p = tokenizer.encode(q["prompt"])
         r = tokenizer.encode(reply(ep["task"], q))
+        starts.append(len(ids))
         start = len(ids) + len(p)
         replies.append((q["kind"], range(start - 1, start - 1 + len(r))))
         ids += p + r
         is_target += [False] * len(p) + [True] * len(r)
     # position i predicts token i+1: shift the flags left by one
-    return ids, is_target[1:] + [False], replies
+    return ids, is_target[1:] + [False], replies, starts
 
 
 def overlap(train: list[dict], ex: Exclusions) -> dict[str, list]:

@@ -1,7 +1,8 @@
 """Train the `learned` backbone from a seed: python -m urd.learn.train OUT.pth --settings JSON ...
 
 One step is `t1_per_step` T1 episodes and `t2_per_step` T2 episodes of the training family
-(`urd.learn.stream`), each a sequence from the zero state; the loss is the replies' cross-entropy.
+(`urd.learn.stream`), each a sequence from the zero state (with `branch_queries`, each query
+from the transcript's end state, as the control answers it); the loss is the replies' cross-entropy.
 T1's pair count follows a curriculum: drawn uniformly from [pairs_min, cap], where the cap grows
 linearly from pairs_min to 64 over the first `ramp_tokens` trained tokens, then stays at 64.
 With `gate` set, the curriculum instead moves through `plan.levels` (pairs and code length) only
@@ -74,11 +75,13 @@ class Data:
         return {**self.tasks["t1"], "value_length": self.code_length(tokens_seen)}
 
     def step(self, step: int, tokens_seen: int) -> list[tuple[list[int], list[bool]]]:
-        return [(ids, flags) for ids, flags, _ in self.step_with_replies(step, tokens_seen)]
+        return [(ids, flags) for ids, flags, _, _ in self.step_with_replies(step, tokens_seen)]
 
-    def step_with_replies(self, step: int, tokens_seen: int) -> list[tuple[list[int], list[bool], list]]:
+    def step_with_replies(self, step: int, tokens_seen: int) -> list[tuple[list[int], list[bool], list, list]]:
         """A step's sequences, each with its T1 queries' reply positions (S.sequence_with_replies;
-        none for T2). Gated, every T1 episode is at the level's pairs; else drawn up to the cap."""
+        none for T2) and, with branch_queries, where each query starts (Trainable.loss_and_hits
+        runs each from the transcript's end state; else none, and they run one after another).
+        Gated, every T1 episode is at the level's pairs; else drawn up to the cap."""
         seed, cap, low = self.s["seed"], self.cap(tokens_seen), self.s["pairs_min"]
         n1 = self.s["t1_per_step"]  # T1 episodes are numbered step * n1 + j: one a step is index `step`
         base = self.t1_base(tokens_seen)
@@ -88,9 +91,11 @@ class Data:
                             bool(self.s["t1_no_hot"])) for j in range(n1)]
         eps += [S.t2_episode(seed, step * 16 + j, self.tasks["t2"], self.ex) for j in range(self.s["t2_per_step"])]
         seqs = [S.sequence_with_replies(self.tok, ep) for ep in eps]
-        seqs = [(ids, flags, replies if ep["task"] == "t1" else []) for (ids, flags, replies), ep in zip(seqs, eps)]
+        branch = bool(self.s["branch_queries"])
+        seqs = [(ids, flags, replies if ep["task"] == "t1" else [], starts if branch else [])
+                for (ids, flags, replies, starts), ep in zip(seqs, eps)]
         if self.s["full_loss"]:  # every next token a target, the transcript's too (none after the last)
-            seqs = [(ids, [True] * (len(ids) - 1) + [False], r) for ids, _, r in seqs]
+            seqs = [(ids, [True] * (len(ids) - 1) + [False], r, b) for ids, _, r, b in seqs]
         return seqs
 
     def vocab(self) -> list[int]:
@@ -129,9 +134,10 @@ class Gate:
     every token greedy's pick, so greedy decoding gives the whole reply) over the last `window`
     of them at the current level; at `bar` or above, the curriculum moves to its next level.
     The replies are the step's own, judged before the step learns from them: fresh episodes,
-    so this is held-out recall at the level, measured for nothing, but read as the training
-    sequence reads it (each query after the earlier questions and answers), not as the control
-    does (each from the transcript's end): docs/learned-backbone.md measures how far they part."""
+    so this is held-out recall at the level, measured for nothing, read as the training
+    sequence reads it: each query from the transcript's end, as the control reads it, with
+    branch_queries; else after the earlier questions and answers (docs/learned-backbone.md
+    measures how far the two part)."""
 
     def __init__(self, bar: float, window: int):
         self.bar, self.window, self.recent, self.kinds = bar, window, [], []
@@ -238,8 +244,8 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
             g["lr"] = _lr(s, step, tokens)
         opt.zero_grad(set_to_none=True)
         total, n = torch.zeros(()), 0
-        for ids, flags, replies in seqs:
-            loss, k, hits = net.loss_and_hits(ids, flags)
+        for ids, flags, replies, starts in seqs:
+            loss, k, hits = net.loss_and_hits(ids, flags, starts)
             loss.backward()
             total, n = total + loss.detach(), n + k
             tokens += len(ids)
