@@ -199,6 +199,10 @@ def test_full_loss_makes_every_next_token_a_target_and_the_head_holds_the_transc
     assert set(model.reply_vocab(tok)) < set(wide)
     ids, _ = full.step(0, 10**9)[0]
     assert set(ids) - {0} <= set(wide) and not set(ids) <= set(model.reply_vocab(tok))
+    # branched, a query's last token predicts nothing: the next query follows the transcript
+    both = Data(plan.settings_of({**SMALL, "full_loss": 1, "branch_queries": 1}), tasks, ex, tok)
+    for ids, every, _, starts in both.step_with_replies(2, 10**9):
+        assert [i for i, f in enumerate(every) if not f] == [a - 1 for a in starts[1:]] + [len(ids) - 1]
     with pytest.raises(InputError, match="full_loss"):
         plan.settings_of({"full_loss": 2})
 
@@ -309,6 +313,15 @@ def test_branched_queries_each_run_from_the_transcripts_end_as_the_control_reads
         torch.testing.assert_close(loss, want_loss, rtol=1e-5, atol=1e-4)
         assert k == want_k and hits == want_hits and k > len(replies)
         assert abs(float(loss) - float(net.loss_and_hits(ids, flags)[0])) > 1e-3  # read one after another
+    # the gradient too: each query's loss reaches the transcript's weights through the state
+    params = net.parameters()
+    grad = lambda loss: torch.autograd.grad(loss, params, allow_unused=True, materialize_grads=True)
+    branched = grad(net.loss_and_hits(ids, flags, starts)[0])
+    alone = net.loss_and_hits(ids[:trunk] + [ids[trunk]], flags[:trunk] + [False])[0]
+    for a, b in zip(starts, starts[1:] + [len(ids)]):
+        alone = alone + net.loss_and_hits(ids[:trunk] + ids[a:b], [False] * trunk + flags[a:b])[0]
+    for x, y in zip(branched, grad(alone)):
+        torch.testing.assert_close(x, y, rtol=1e-4, atol=1e-5)
     for bad in ([0, starts[1]], [starts[1], starts[0]], [len(ids)]):
         with pytest.raises(ValueError, match="query starts"):
             net.loss_and_hits(ids, flags, bad)
@@ -369,7 +382,11 @@ def test_a_gated_run_climbs_as_its_recall_passes_and_a_killed_run_resumes_at_its
     monkeypatch.setattr(T.Gate, "observe", killed_at_step_5)
     with pytest.raises(KeyboardInterrupt):
         T.train(str(tmp_path / "b.pth"), s, tasks, spec["decode"], ex)
-    assert Path(str(tmp_path / "b.pth") + ".resume.pt").exists() and not (tmp_path / "b.pth").exists()
+    point = Path(str(tmp_path / "b.pth") + ".resume.pt")
+    assert point.exists() and not (tmp_path / "b.pth").exists()
+    saved = torch.load(point, weights_only=False)  # saved before a setting existed: it reads as its default
+    del saved["settings"]["branch_queries"]
+    torch.save(saved, point)
     monkeypatch.undo()
     monkeypatch.setattr(model.Trainable, "loss_and_hits", recalls(True))
     again = T.train(str(tmp_path / "b.pth"), s, tasks, spec["decode"], ex)

@@ -216,7 +216,8 @@ class RWKV7:
         return self._ln(x, "ln_out"), state
 
     def forward(self, tokens, time_state=None, *, shifts=None, return_state: bool = False):
-        """Logits [T, vocab] for every position (and the final state if return_state)."""
+        """Logits [T, vocab] ([B, T, vocab] for a batch) for every position (and the final
+        state if return_state)."""
         h, state = self.hidden(tokens, time_state, shifts=shifts)
         logits = _linear(h, self.z["head.weight"])
         return (logits, state) if return_state else logits

@@ -94,8 +94,12 @@ class Data:
         branch = bool(self.s["branch_queries"])
         seqs = [(ids, flags, replies if ep["task"] == "t1" else [], starts if branch else [])
                 for (ids, flags, replies, starts), ep in zip(seqs, eps)]
-        if self.s["full_loss"]:  # every next token a target, the transcript's too (none after the last)
+        if self.s["full_loss"]:  # every next token a target, the transcript's too (none after the last,
+            # nor, branched, after a query: the next query's first token follows the transcript)
             seqs = [(ids, [True] * (len(ids) - 1) + [False], r, b) for ids, _, r, b in seqs]
+            for _, flags, _, starts in seqs:
+                for a in starts[1:]:
+                    flags[a - 1] = False
         return seqs
 
     def vocab(self) -> list[int]:
@@ -228,7 +232,7 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
     spent = 0.0
     if resume.exists():
         ck = torch.load(resume, weights_only=False)
-        if ck["settings"] != s:
+        if settings_of(ck["settings"]) != s:  # a key added since the point was saved reads as its default
             raise InputError(str(resume), "settings", "the settings of this run", ck["settings"])
         net.load_state_dict(ck["weights"])
         opt.load_state_dict(ck["optimizer"])
