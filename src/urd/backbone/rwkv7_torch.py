@@ -137,7 +137,10 @@ class RWKV7:
             s0 = s0.expand(*lead, H, N, N).reshape(-1, N, N)
         else:
             hv = lambda t: t.view(T, H, N)
-        args = (s0, hv(r), hv(w), hv(k), hv(v), hv(-kk), hv(kk * a), self.wkv_chunk)
+        # a batch of short rows (queries) runs as one chunk of its own length, not padded to
+        # wkv_chunk: a third faster at 25 queries of ~24 tokens (benchmarks/branch_queries.py)
+        chunk = min(self.wkv_chunk, T) if lead else self.wkv_chunk
+        args = (s0, hv(r), hv(w), hv(k), hv(v), hv(-kk), hv(kk * a), chunk)
         if self.wkv == "sequential":
             y, sT = wkv7(*args)
         elif self.wkv == "fla":  # fla's own backward; it keeps what it needs
