@@ -273,6 +273,32 @@ def test_the_gate_passes_on_a_full_window_of_seen_key_replies_at_its_bar():
     assert g.rate() is None and g.rate("cold") is None
 
 
+def test_a_gate_with_a_cold_bar_needs_the_hot_keys_at_the_bar_and_the_cold_keys_at_theirs():
+    """gate_cold judges as the published score weighs: hot keys at the bar, cold keys at their own."""
+    from urd.learn.train import Gate
+
+    hot, cold = ("hot", range(10, 11)), ("cold", range(20, 21))
+    g = Gate(0.5, 6, cold_bar=0.25)
+    g.observe([hot, hot, hot, cold, cold, cold], hits={10})  # hot 3/3, cold 0/3: pooled 0.5
+    assert g.rate() == 0.5 and not g.passed()  # the pooled bar alone would pass it
+    assert Gate(0.5, 6).rate() is None
+    pooled = Gate(0.5, 6)
+    pooled.observe([hot, hot, hot, cold, cold, cold], hits={10})
+    assert pooled.passed()
+    g.observe([cold], hits={20})  # hot 2/2, cold 1/4: pooled 0.5 again
+    assert g.rate("cold") == 0.25 and g.passed()
+    g.observe([cold, cold], hits={20})  # every hot reply left the window: no hot rate, no pass
+    assert g.rate("hot") is None and g.rate() == 0.5 and not g.passed()
+    g = Gate(0.5, 4, cold_bar=0.25)
+    g.observe([hot, cold, hot, cold], hits={20})  # hot 0/2 under the bar, cold 2/2
+    assert not g.passed()
+    g.observe([hot, hot], hits={10})  # the window: hot wrong, cold right, hot and hot right
+    assert g.kinds == ["hot", "cold", "hot", "hot"] and g.rate("hot") == 2 / 3 and g.passed()
+    for bad in ({"gate_cold": 0.2}, {"gate": 0.5, "gate_cold": 1}, {"gate": 0.5, "gate_cold": -0.1}):
+        with pytest.raises(InputError, match="gate_cold"):
+            plan.settings_of(bad)
+
+
 def test_reply_positions_predict_each_query_s_reply(cfg, evaluated):
     ex, tok = S.Exclusions.of(evaluated), get_tokenizer()
     ep = S.t1_episode(1, 5, 8, cfg["tasks"]["t1"], ex)
@@ -340,6 +366,26 @@ def test_hits_are_the_targets_the_head_ranks_first():
     flags = [True, True, True, False, True, False]
     loss, k, hits = net.loss_and_hits(ids, flags)
     assert k == 4 and hits == {1, 2} and float(loss.detach()) > 0  # positions 1 and 2 predict the favourite
+
+
+def test_a_run_with_a_cold_bar_does_not_climb_on_hot_keys_alone(tmp_path, cfg, spec, evaluated, monkeypatch):
+    """A model that answers the hot keys and no cold one climbs the pooled gate (half its
+    replies right at 4 pairs) and not the gate with a cold bar: gate_cold reaches the run's gate."""
+    from urd.learn import train as T
+
+    ex = S.Exclusions.of(evaluated)
+    tasks = {"t1": cfg["tasks"]["t1"], "t2": cfg["tasks"]["t2"]}
+    s = plan.settings_of({**SMALL, "value_min": 2, "gate": 0.5, "gate_window": 4, "t1_per_step": 2,
+                          "t2_per_step": 0, "tokens": 3000, "eval_every": 1000})
+
+    def hot_only(self, replies, hits, _real=T.Gate.observe):
+        _real(self, replies, {p for kind, at in replies if kind == "hot" for p in at})
+
+    monkeypatch.setattr(T.Gate, "observe", hot_only)
+    pooled = T.train(str(tmp_path / "pooled.pth"), s, tasks, spec["decode"], ex)
+    assert pooled["levels"] and all(x["rate_hot"] == 1.0 and x["rate_cold"] == 0.0 for x in pooled["levels"])
+    barred = T.train(str(tmp_path / "barred.pth"), {**s, "gate_cold": 0.25}, tasks, spec["decode"], ex)
+    assert barred["levels"] == []
 
 
 def test_a_gated_run_climbs_as_its_recall_passes_and_a_killed_run_resumes_at_its_level(tmp_path, cfg, spec,

@@ -25,7 +25,7 @@ DEFAULTS = {
     "eval_every": 200, "eval_episodes": 4, "save_every": 100, "threads": 1,
     "max_minutes": 240, "max_memory_mb": 4000, "tied_head": 0, "full_loss": 0, "value_min": 12,
     "gate": 0, "gate_window": 100, "rwkv_lm_init": 0, "t1_query_all": 0, "t1_no_hot": 0,
-    "branch_queries": 0,
+    "branch_queries": 0, "gate_cold": 0,
 }
 # One-thread training time a trained token: a fixed part (the interpreter, the WKV's chunk loop,
 # the data) and a part proportional to the blocks' weights. Measured on this project's 2-core
@@ -71,6 +71,8 @@ def settings_of(raw: dict, where: str = "settings") -> dict:
         raise InputError(where, "value_min", "an integer code length between 1 and the published 12", s["value_min"])
     if not 0 <= s["gate"] < 1:
         raise InputError(where, "gate", "a recall rate in [0, 1) (0: the curriculum follows ramp_tokens)", s["gate"])
+    if not 0 <= s["gate_cold"] < 1 or (s["gate_cold"] and not s["gate"]):
+        raise InputError(where, "gate_cold", "a cold-key recall rate in [0, 1), set only with gate", s["gate_cold"])
     if s["gate"] and (s["gate_window"] < 1 or not s["t1_per_step"]):
         raise InputError(where, "gate_window/t1_per_step", "at least 1 each: the gate judges T1's replies",
                          (s["gate_window"], s["t1_per_step"]))

@@ -6,7 +6,8 @@ from the transcript's end state, as the control answers it); the loss is the rep
 T1's pair count follows a curriculum: drawn uniformly from [pairs_min, cap], where the cap grows
 linearly from pairs_min to 64 over the first `ramp_tokens` trained tokens, then stays at 64.
 With `gate` set, the curriculum instead moves through `plan.levels` (pairs and code length) only
-when the share of T1's seen-key replies the model gets right at its level reaches `gate` (Gate).
+when the share of T1's seen-key replies the model gets right at its level reaches `gate` (Gate);
+with `gate_cold` too, when the hot keys' share reaches `gate` and the cold keys' `gate_cold`.
 
 Every `eval_every` steps the weights are exported in the released format and loaded through the
 same path a benchmark job uses (`urd.backbone.adapter.Backbone`); the in-session control is run on
@@ -143,8 +144,8 @@ class Gate:
     branch_queries; else after the earlier questions and answers (docs/learned-backbone.md
     measures how far the two part)."""
 
-    def __init__(self, bar: float, window: int):
-        self.bar, self.window, self.recent, self.kinds = bar, window, [], []
+    def __init__(self, bar: float, window: int, cold_bar: float = 0):
+        self.bar, self.window, self.cold_bar, self.recent, self.kinds = bar, window, cold_bar, [], []
 
     def observe(self, replies: list[tuple[str, range]], hits: set[int]) -> None:
         for kind, positions in replies:
@@ -162,7 +163,15 @@ class Gate:
         self.recent, self.kinds = [], []
 
     def passed(self) -> bool:
-        return len(self.recent) == self.window and self.rate() >= self.bar
+        """With a cold bar (gate_cold), the hot keys' rate must reach the bar and the cold keys'
+        the cold bar, as the published score weighs them (15 hot queries to 5 cold); else the
+        window's rate, every kind pooled, must reach the bar."""
+        if len(self.recent) < self.window:
+            return False
+        if not self.cold_bar:
+            return self.rate() >= self.bar
+        hot, cold = self.rate("hot"), self.rate("cold")
+        return hot is not None and cold is not None and hot >= self.bar and cold >= self.cold_bar
 
 
 def control_scores(checkpoint: str, episodes: dict[str, list[dict]], decode: dict, code_length: int = 12) -> dict:
@@ -227,7 +236,7 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
     opt = torch.optim.Adam(params, lr=s["lr"], betas=(0.9, 0.99), eps=1e-8)
     resume = Path(out + ".resume.pt")
     record = {"settings": s, "curve": [], "evals": [], **({"levels": []} if s["gate"] else {})}
-    gate = Gate(float(s["gate"]), int(s["gate_window"]))
+    gate = Gate(float(s["gate"]), int(s["gate_window"]), float(s["gate_cold"]))
     step = tokens = 0
     spent = 0.0
     if resume.exists():
@@ -256,7 +265,7 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
             gate.observe(replies, hits)
         if s["gate"] and gate.passed() and data.level + 1 < len(data.levels):
             record["levels"].append({"step": step + 1, "tokens": tokens, "passed": list(data.levels[data.level]),
-                                     "rate": gate.rate(), "rate_cold": gate.rate("cold")})
+                                     "rate": gate.rate(), "rate_hot": gate.rate("hot"), "rate_cold": gate.rate("cold")})
             data.level = data.level + 1
             gate.reset()
             pairs, length = data.levels[data.level]
@@ -274,14 +283,15 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
             el = time.monotonic() - started
             rec = {"step": step, "tokens": tokens, "loss": sum(window) / len(window), "seconds": round(el, 1),
                    "pairs_cap": data.cap(tokens),
-                   **({"code_length": data.code_length(tokens), "recall": gate.rate(), "recall_cold": gate.rate("cold")}
+                   **({"code_length": data.code_length(tokens), "recall": gate.rate(), "recall_hot": gate.rate("hot"),
+                         "recall_cold": gate.rate("cold")}
                       if s["gate"] else {})}
             record["curve"].append(rec)
             window = []
             left = el / tokens * (s["tokens"] - tokens)
-            cold = gate.rate("cold")
-            gated = (f" codes {rec['code_length']}, recall {gate.rate():.2f}"
-                     + (f" (cold keys {cold:.2f})" if cold is not None else "") if s["gate"] and gate.recent else "")
+            kinds = ", ".join(f"{k} keys {r:.2f}" for k in ("hot", "cold") if (r := gate.rate(k)) is not None)
+            gated = (f" codes {rec['code_length']}, recall {gate.rate():.2f}" + (f" ({kinds})" if kinds else "")
+                     if s["gate"] and gate.recent else "")
             print(f"step {step} tokens {tokens:,} loss {rec['loss']:.3f} cap {rec['pairs_cap']}{gated} "
                   f"{tokens / el:,.0f} tok/s, {el / 60:.1f} min, ~{left / 60:.0f} min left", file=log, flush=True)
         if step % s["eval_every"] == 0 or tokens >= s["tokens"]:
