@@ -243,3 +243,32 @@ def test_the_fused_head_under_bf16_is_autograds_through_the_same_bf16_products(t
     losses, grads = _fused_and_autograd_head(m)
     torch.testing.assert_close(losses[0], losses[1], **TOL)
     assert F.cosine_similarity(grads[0].flatten(), grads[1].flatten(), dim=0) > 0.9999
+
+
+def test_the_fused_head_gives_plain_exps_bytes_under_flush_and_keeps_every_normal_probability():
+    """The fused head sends log-probabilities under log(FLT_MIN) to -inf before its exp (a
+    subnormal exp is ~30x slower on the CPU): under the tuning job's flush-denormal, its loss and
+    gradient are the plain softmax's bit for bit, on rows whose gradient is nothing but
+    probabilities of 1e-26 (the target's is 1.0 exactly) beside ones at -95 (flushed)."""
+    from urd.backbone.rwkv7_torch import LOG_TINY, _HeadNLL
+
+    g = torch.Generator().manual_seed(3)
+    logits = torch.cat((torch.zeros(1), torch.full((40,), -60.0), torch.full((40,), -95.0)))
+    head = torch.stack((logits, torch.cat((torch.zeros(1), torch.randn(80, generator=g)))), dim=1)
+    h = torch.tensor([[1.0, 0.0]] * 3, requires_grad=True)  # each row's logits: the first column
+    targets = torch.tensor([0, 0, -100])
+    keep = (targets != -100).float().unsqueeze(1)
+    torch.set_flush_denormal(True)
+    try:
+        loss = _HeadNLL.apply(h, head, targets, 2)
+        loss.backward()
+        logp = torch.log_softmax(F.linear(h.detach(), head), dim=1)
+        assert (logp < LOG_TINY).any() and ((logp > LOG_TINY) & (logp < -50)).any()
+        p = logp.exp()
+        p.scatter_add_(1, targets.clamp(min=0).unsqueeze(1), -keep)
+        want_loss = -(logp.gather(1, targets.clamp(min=0).unsqueeze(1)) * keep).sum()
+    finally:
+        torch.set_flush_denormal(False)
+    assert torch.equal(loss.detach(), want_loss)
+    assert torch.equal(h.grad, F.linear(p * keep, head.t()))
+    assert h.grad[:2].abs().min() > 0 and h.grad[2].abs().max() == 0  # the ignored row sends nothing

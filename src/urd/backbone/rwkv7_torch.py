@@ -20,6 +20,7 @@ exp(-e^-0.5 * sigmoid(.)), group-norm eps 64e-5; the tests bound the difference 
 
 from __future__ import annotations
 
+import math
 import os
 from functools import partial
 
@@ -34,6 +35,7 @@ from .wkv import wkv7
 from .wkv_chunked import wkv7_chunked
 
 WKV_PATHS = ("chunked", "sequential", "fla")
+LOG_TINY = math.log(torch.finfo(torch.float32).tiny)  # below it, exp is subnormal in float32
 
 
 def resolve_wkv(wkv: str, device) -> str:
@@ -278,7 +280,11 @@ class _HeadNLL(torch.autograd.Function):
             logp = torch.log_softmax(_linear(h[s: s + chunk], head), dim=1)
             total = total - (logp.gather(1, tk).squeeze(1) * keep).sum()
             if grad is not None:
-                p = logp.exp_()  # softmax, in the log-probabilities' memory
+                # softmax, in the log-probabilities' memory. A log-probability under LOG_TINY has a
+                # subnormal exp, which the tuning job's flush-denormal makes 0 and the CPU's exp
+                # computes ~30x slower (a trained model's rare rows, the learned scale's untrained
+                # ones at -100): sent to -inf, it is 0 at once, the same bytes under flush
+                p = logp.masked_fill_(logp < LOG_TINY, float("-inf")).exp_()
                 p.scatter_add_(1, tk, -keep.to(p.dtype).unsqueeze(1))
                 p.mul_(keep.to(p.dtype).unsqueeze(1))
                 grad[s: s + chunk] = _linear(p, head.t())
