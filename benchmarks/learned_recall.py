@@ -37,15 +37,17 @@ from urd.learn import train as T  # noqa: E402
 FIRST = S.HELD_OUT + 200_000
 
 
-def load(path: Path, tasks: dict, ex: S.Exclusions, tok) -> M.Trainable:
+def load(path: Path, tasks: dict, ex: S.Exclusions, tok) -> tuple[M.Trainable, int]:
+    """The model and its training seed (the held-out episodes are of its family)."""
     ck = torch.load(path, map_location="cpu", weights_only=False)
     if "weights" in ck and "settings" in ck:  # a resume point
         s = plan.settings_of(ck["settings"], str(path))
         net = M.Trainable(M.init_weights(s["seed"], s["n_layer"], s["n_embd"]), T.Data(s, tasks, ex, tok).vocab())
         net.load_state_dict(ck["weights"])
-        return net
-    vocab = T.Data(plan.settings_of({}), tasks, ex, tok).vocab()
-    return M.Trainable({k: v.float() for k, v in ck.items()}, vocab)
+        return net, s["seed"]
+    # a released checkpoint: the reply vocabulary (a full_loss run's head held more ids)
+    s = plan.settings_of({})
+    return M.Trainable({k: v.float() for k, v in ck.items()}, T.Data(s, tasks, ex, tok).vocab()), s["seed"]
 
 
 def main() -> None:
@@ -60,7 +62,7 @@ def main() -> None:
     ex = S.Exclusions.of(T.evaluated_episodes(spec))
     tasks = {"t1": spec["rung1"]["tasks"]["t1"], "t2": spec["rung1"]["tasks"]["t2"]}
     tok = get_tokenizer()
-    net = load(a.path, tasks, ex, tok)
+    net, seed = load(a.path, tasks, ex, tok)
     print(f"{a.path}: {a.episodes} held-out episodes a size, each query from the transcript's end, teacher-forced")
     for size in a.sizes.split(","):
         pairs, length = (int(x) for x in size.split("x"))
@@ -68,7 +70,7 @@ def main() -> None:
         whole, tokens, places = {}, {}, {}
         with torch.no_grad():
             for i in range(a.episodes):
-                ep = S.t1_episode(1, FIRST + i, pairs, base, ex, query_all=True)
+                ep = S.t1_episode(seed, FIRST + i, pairs, base, ex, query_all=True)
                 ids, flags, replies, starts = S.sequence_with_replies(tok, ep)
                 _, _, hits = net.loss_and_hits(ids, flags, starts)
                 for kind, at in replies:

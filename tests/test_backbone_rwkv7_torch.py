@@ -246,29 +246,35 @@ def test_the_fused_head_under_bf16_is_autograds_through_the_same_bf16_products(t
 
 
 def test_the_fused_head_gives_plain_exps_bytes_under_flush_and_keeps_every_normal_probability():
-    """The fused head sends log-probabilities under log(FLT_MIN) to -inf before its exp (a
-    subnormal exp is ~30x slower on the CPU): under the tuning job's flush-denormal, its loss and
-    gradient are the plain softmax's bit for bit, on rows whose gradient is nothing but
-    probabilities of 1e-26 (the target's is 1.0 exactly) beside ones at -95 (flushed)."""
+    """On the CPU in float32 the fused head sends log-probabilities under log(FLT_MIN) to -inf
+    before its exp (a subnormal exp is 10-30x slower there): under the tuning job's
+    flush-denormal, its gradient is the plain softmax's bit for bit, on rows whose gradient is
+    nothing but the probabilities at the float32 steps either side of the threshold (the
+    target's is 1.0 exactly, the rest at -95, flushed): a probability of 1.2e-38 kept is seen."""
     from urd.backbone.rwkv7_torch import LOG_TINY, _HeadNLL
 
     g = torch.Generator().manual_seed(3)
-    logits = torch.cat((torch.zeros(1), torch.full((40,), -60.0), torch.full((40,), -95.0)))
-    head = torch.stack((logits, torch.cat((torch.zeros(1), torch.randn(80, generator=g)))), dim=1)
+    edge = torch.tensor(LOG_TINY, dtype=torch.float32)
+    near = [edge]
+    for _ in range(20):  # the 20 float32 values above the threshold and the 20 below it
+        near = [torch.nextafter(near[0], torch.tensor(0.0))] + near + [torch.nextafter(near[-1], torch.tensor(-1e9))]
+    logits = torch.cat((torch.zeros(1), torch.stack(near), torch.full((40,), -95.0)))
+    head = torch.stack((logits, torch.cat((torch.zeros(1), torch.rand(len(logits) - 1, generator=g) + 0.5))), dim=1)
     h = torch.tensor([[1.0, 0.0]] * 3, requires_grad=True)  # each row's logits: the first column
     targets = torch.tensor([0, 0, -100])
     keep = (targets != -100).float().unsqueeze(1)
-    torch.set_flush_denormal(True)
+    torch.set_flush_denormal(True)  # tests run with it off: restored below
     try:
-        loss = _HeadNLL.apply(h, head, targets, 2)
-        loss.backward()
+        _HeadNLL.apply(h, head, targets, 2).backward()
         logp = torch.log_softmax(F.linear(h.detach(), head), dim=1)
-        assert (logp < LOG_TINY).any() and ((logp > LOG_TINY) & (logp < -50)).any()
+        below = logp < LOG_TINY
+        assert below.sum() >= 2 * (20 + 40) and ((logp >= LOG_TINY) & (logp < -87.3)).sum() >= 2 * 20
         p = logp.exp()
+        # flush zeroes what the head skips, and the threshold's own value (a hair under FLT_MIN)
+        assert torch.equal(p == 0, logp <= edge) and (below != (logp <= edge)).sum() == 3
         p.scatter_add_(1, targets.clamp(min=0).unsqueeze(1), -keep)
-        want_loss = -(logp.gather(1, targets.clamp(min=0).unsqueeze(1)) * keep).sum()
+        want = F.linear(p * keep, head.t())  # under flush, as the tuning job computes it
     finally:
         torch.set_flush_denormal(False)
-    assert torch.equal(loss.detach(), want_loss)
-    assert torch.equal(h.grad, F.linear(p * keep, head.t()))
+    assert torch.equal(h.grad, want)
     assert h.grad[:2].abs().min() > 0 and h.grad[2].abs().max() == 0  # the ignored row sends nothing

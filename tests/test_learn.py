@@ -281,7 +281,6 @@ def test_a_gate_with_a_cold_bar_needs_the_hot_keys_at_the_bar_and_the_cold_keys_
     g = Gate(0.5, 6, cold_bar=0.25)
     g.observe([hot, hot, hot, cold, cold, cold], hits={10})  # hot 3/3, cold 0/3: pooled 0.5
     assert g.rate() == 0.5 and not g.passed()  # the pooled bar alone would pass it
-    assert Gate(0.5, 6).rate() is None
     pooled = Gate(0.5, 6)
     pooled.observe([hot, hot, hot, cold, cold, cold], hits={10})
     assert pooled.passed()
@@ -294,7 +293,8 @@ def test_a_gate_with_a_cold_bar_needs_the_hot_keys_at_the_bar_and_the_cold_keys_
     assert not g.passed()
     g.observe([hot, hot], hits={10})  # the window: hot wrong, cold right, hot and hot right
     assert g.kinds == ["hot", "cold", "hot", "hot"] and g.rate("hot") == 2 / 3 and g.passed()
-    for bad in ({"gate_cold": 0.2}, {"gate": 0.5, "gate_cold": 1}, {"gate": 0.5, "gate_cold": -0.1}):
+    for bad in ({"gate_cold": 0.2}, {"gate": 0.5, "gate_cold": 1}, {"gate": 0.5, "gate_cold": 0.2, "t1_no_hot": 1},
+                {"gate": 0.5, "gate_cold": 0.2, "gate_window": 1}):
         with pytest.raises(InputError, match="gate_cold"):
             plan.settings_of(bad)
 

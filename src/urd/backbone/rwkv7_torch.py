@@ -280,11 +280,14 @@ class _HeadNLL(torch.autograd.Function):
             logp = torch.log_softmax(_linear(h[s: s + chunk], head), dim=1)
             total = total - (logp.gather(1, tk).squeeze(1) * keep).sum()
             if grad is not None:
-                # softmax, in the log-probabilities' memory. A log-probability under LOG_TINY has a
-                # subnormal exp, which the tuning job's flush-denormal makes 0 and the CPU's exp
-                # computes ~30x slower (a trained model's rare rows, the learned scale's untrained
-                # ones at -100): sent to -inf, it is 0 at once, the same bytes under flush
-                p = logp.masked_fill_(logp < LOG_TINY, float("-inf")).exp_()
+                # softmax, in the log-probabilities' memory. On the CPU in float32, a log-probability
+                # under LOG_TINY has a subnormal exp, which the tuning job's flush-denormal (set
+                # before its threads start) makes 0 and the CPU's exp computes 10-30x slower (the
+                # learned scale's untrained rows sit at -100): sent to -inf, it is 0 at once, the
+                # same bytes under flush. A GPU keeps subnormals at full speed: left as they are.
+                if logp.device.type == "cpu" and logp.dtype == torch.float32:
+                    logp.masked_fill_(logp < LOG_TINY, float("-inf"))
+                p = logp.exp_()
                 p.scatter_add_(1, tk, -keep.to(p.dtype).unsqueeze(1))
                 p.mul_(keep.to(p.dtype).unsqueeze(1))
                 grad[s: s + chunk] = _linear(p, head.t())

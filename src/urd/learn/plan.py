@@ -71,8 +71,10 @@ def settings_of(raw: dict, where: str = "settings") -> dict:
         raise InputError(where, "value_min", "an integer code length between 1 and the published 12", s["value_min"])
     if not 0 <= s["gate"] < 1:
         raise InputError(where, "gate", "a recall rate in [0, 1) (0: the curriculum follows ramp_tokens)", s["gate"])
-    if not 0 <= s["gate_cold"] < 1 or (s["gate_cold"] and not s["gate"]):
-        raise InputError(where, "gate_cold", "a cold-key recall rate in [0, 1), set only with gate", s["gate_cold"])
+    if s["gate_cold"] and (s["gate_cold"] >= 1 or not s["gate"] or s["t1_no_hot"] or s["gate_window"] < 2):
+        # with no hot keys (t1_no_hot), or a window too short to hold both kinds, it could never pass
+        raise InputError(where, "gate_cold", "a cold-key recall rate below 1, set only with gate, hot keys "
+                         "(t1_no_hot 0) and a gate_window of at least 2", s["gate_cold"])
     if s["gate"] and (s["gate_window"] < 1 or not s["t1_per_step"]):
         raise InputError(where, "gate_window/t1_per_step", "at least 1 each: the gate judges T1's replies",
                          (s["gate_window"], s["t1_per_step"]))

@@ -7,7 +7,8 @@ T1's pair count follows a curriculum: drawn uniformly from [pairs_min, cap], whe
 linearly from pairs_min to 64 over the first `ramp_tokens` trained tokens, then stays at 64.
 With `gate` set, the curriculum instead moves through `plan.levels` (pairs and code length) only
 when the share of T1's seen-key replies the model gets right at its level reaches `gate` (Gate);
-with `gate_cold` too, when the hot keys' share reaches `gate` and the cold keys' `gate_cold`.
+with `gate_cold` too, when the hot keys' share reaches `gate` and the cold keys' `gate_cold`
+(two bars: the published score asks mostly hot keys).
 
 Every `eval_every` steps the weights are exported in the released format and loaded through the
 same path a benchmark job uses (`urd.backbone.adapter.Backbone`); the in-session control is run on
@@ -163,9 +164,10 @@ class Gate:
         self.recent, self.kinds = [], []
 
     def passed(self) -> bool:
-        """With a cold bar (gate_cold), the hot keys' rate must reach the bar and the cold keys'
-        the cold bar, as the published score weighs them (15 hot queries to 5 cold); else the
-        window's rate, every kind pooled, must reach the bar."""
+        """With a cold bar (gate_cold), two bars: the hot keys' rate must reach the bar and the
+        cold keys' the cold bar (the published score's seen-key queries are 15 hot to 5 cold, so
+        the pooled rate over every key a training episode asks, mostly cold, asks more than it);
+        else the window's rate, every kind pooled, must reach the bar."""
         if len(self.recent) < self.window:
             return False
         if not self.cold_bar:
