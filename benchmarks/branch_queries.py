@@ -26,7 +26,6 @@ from urd.backbone.tokenizer import get_tokenizer  # noqa: E402
 from urd.core.config import load_config  # noqa: E402
 from urd.learn import model as M  # noqa: E402
 from urd.learn import plan  # noqa: E402
-from urd.learn import stream as S  # noqa: E402
 from urd.learn import train as T  # noqa: E402
 
 
@@ -37,9 +36,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
     torch.set_num_threads(1)
-    spec = plan.learn_spec(load_config(REPO / "config/config.yaml"))
-    ex = S.Exclusions.of(T.evaluated_episodes(spec))
-    tasks = {"t1": spec["rung1"]["tasks"]["t1"], "t2": spec["rung1"]["tasks"]["t2"]}
+    tasks, ex = T.stream_inputs(plan.learn_spec(load_config(REPO / "config/config.yaml")))
     tok = get_tokenizer()
     speed = {0: [], 1: []}
     for _ in range(a.rounds):

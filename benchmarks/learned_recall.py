@@ -58,9 +58,7 @@ def main() -> None:
     ap.add_argument("--places", action="store_true")
     a = ap.parse_args()
     torch.set_num_threads(1)
-    spec = plan.learn_spec(load_config(REPO / "config/config.yaml"))
-    ex = S.Exclusions.of(T.evaluated_episodes(spec))
-    tasks = {"t1": spec["rung1"]["tasks"]["t1"], "t2": spec["rung1"]["tasks"]["t2"]}
+    tasks, ex = T.stream_inputs(plan.learn_spec(load_config(REPO / "config/config.yaml")))
     tok = get_tokenizer()
     net, seed = load(a.path, tasks, ex, tok)
     print(f"{a.path}: {a.episodes} held-out episodes a size, each query from the transcript's end, teacher-forced")

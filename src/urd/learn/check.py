@@ -26,12 +26,10 @@ from ..core.manifest import verify_file
 def behaviour(checkpoint: str, train: dict, spec: dict) -> dict[str, float]:
     """Held-out score_A of each task, as the training record measures it."""
     from ..backbone.tokenizer import get_tokenizer
-    from . import stream as S
-    from .train import Data, control_scores, evaluated_episodes, settings_of
+    from .train import Data, control_scores, settings_of, stream_inputs
 
     s = settings_of(train["settings"], "backbones.<learned>.train.settings")
-    tasks = {"t1": spec["rung1"]["tasks"]["t1"], "t2": spec["rung1"]["tasks"]["t2"]}
-    data = Data(s, tasks, S.Exclusions.of(evaluated_episodes(spec)), get_tokenizer())
+    data = Data(s, *stream_inputs(spec), get_tokenizer())
     scores = control_scores(checkpoint, data.held_out(spec["rung1"]["queries"]), spec["decode"])
     return {t: scores[t]["score_A"] for t in ("t1", "t2")}
 

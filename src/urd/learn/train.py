@@ -332,6 +332,13 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
     return record
 
 
+def stream_inputs(spec: dict) -> tuple[dict, S.Exclusions]:
+    """The tasks' published specs and the evaluated content the training stream excludes, for a
+    data spec (`urd.workflow.learn_spec`): what a Data of the training family is built from."""
+    tasks = {"t1": spec["rung1"]["tasks"]["t1"], "t2": spec["rung1"]["tasks"]["t2"]}
+    return tasks, S.Exclusions.of(evaluated_episodes(spec))
+
+
 def evaluated_episodes(spec: dict) -> list[dict]:
     """Every episode urd evaluates (rung 1's and rung 2's chains) for a data spec
     (`urd.workflow.learn_spec`): what the training stream must not contain."""
@@ -357,8 +364,7 @@ def main(argv=None) -> int:
         s = settings_of(json.loads(a.settings))
         plan.check_budget(s)
         spec = json.loads(a.spec)
-        ex = S.Exclusions.of(evaluated_episodes(spec))
-        tasks = {"t1": spec["rung1"]["tasks"]["t1"], "t2": spec["rung1"]["tasks"]["t2"]}
+        tasks, ex = stream_inputs(spec)
         rec = train(a.out, s, tasks, spec["decode"], ex)
         atomic_write_json(a.record, rec)
         print(f"wrote {a.out} (sha256 {rec['sha256']})", file=sys.stderr)
