@@ -274,7 +274,8 @@ def test_the_gate_passes_on_a_full_window_of_seen_key_replies_at_its_bar():
 
 
 def test_a_gate_with_a_cold_bar_needs_the_hot_keys_at_the_bar_and_the_cold_keys_at_theirs():
-    """gate_cold judges as the published score weighs: hot keys at the bar, cold keys at their own."""
+    """gate_cold sets two bars, where the pooled rate sets one: hot keys at the bar, cold keys at
+    their own."""
     from urd.learn.train import Gate
 
     hot, cold = ("hot", range(10, 11)), ("cold", range(20, 21))
