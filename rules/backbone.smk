@@ -83,6 +83,9 @@ if LEARNED:
             mem_mb=lambda wc: W.learn_resources(LEARNED[wc.file])["mem_mb"],
         params:
             settings=lambda wc: json.dumps(LEARNED[wc.file]["train"]["settings"], sort_keys=True),
+            stages=lambda wc: json.dumps(
+                LEARNED[wc.file]["train"].get("stages", []), sort_keys=True
+            ),
             spec=json.dumps(W.learn_spec(config), sort_keys=True),
             code=W.code_digest("urd.learn.train"),
         script:

@@ -4,4 +4,4 @@ from urd.workflow.job import run
 
 sm = snakemake
 run(sm, main, [sm.output.model, "--record", sm.output.record, "--settings", sm.params.settings,
-               "--spec", sm.params.spec])
+               "--stages", sm.params.stages, "--spec", sm.params.spec])

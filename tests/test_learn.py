@@ -441,6 +441,95 @@ def test_a_gated_run_climbs_as_its_recall_passes_and_a_killed_run_resumes_at_its
     assert (tmp_path / "b.pth").read_bytes() == (tmp_path / "whole.pth").read_bytes()
 
 
+def test_stages_change_settings_from_a_step_on_and_refuse_what_a_run_holds_fixed():
+    s = plan.settings_of({**SMALL, "value_min": 2, "gate": 0.5})
+    st = plan.stages_of(s, [{"from_step": 5, "settings": {"tokens": 9000, "t2_per_step": 3}, "level": [6, 4]},
+                            {"from_step": 9, "settings": {"gate": 0}}])
+    assert [x["from_step"] for x in st] == [5, 9] and st[0]["level"] == [6, 4] and st[1]["level"] is None
+    assert st[0]["settings"] == {**s, "tokens": 9000, "t2_per_step": 3}
+    assert st[1]["settings"] == {**s, "tokens": 9000, "t2_per_step": 3, "gate": 0}  # each from the stage before
+    bad = [([{"from_step": 5, "settings": {"n_embd": 128}}], r"stages\[0\]\.settings: n_embd"),
+           ([{"from_step": 5, "settings": {"threads": 2}}], "threads"),
+           ([{"from_step": 5}, {"from_step": 5}], r"stages\[1\]: from_step"),
+           ([{"from_step": 0}], "from_step"),
+           ([{"from_step": 5, "level": [7, 4]}], "level"),
+           ([{"from_step": 5, "settings": {"gate": 0}, "level": [6, 4]}], "level"),
+           ([{"from_step": 5, "settings": {"t1_per_step": 0}}], r"stages\[0\]\.settings: gate_window/t1_per_step"),
+           ([{"from_step": 5, "lr": 1}], "from_step/settings/level"),
+           ({"from_step": 5}, "stages")]
+    for raw, match in bad:
+        with pytest.raises(InputError, match=match):
+            plan.stages_of(s, raw)
+    assert plan.stages_of(s, [{"from_step": 5, "settings": {"n_embd": 64}}])  # the run's own value is no change
+    # the budget holds the most tokens any stage trains to
+    fits = plan.settings_of({"tokens": 1000, "max_minutes": 60})
+    with pytest.raises(InputError, match="tokens"):
+        plan.check_budget(fits, stages=plan.stages_of(fits, [{"from_step": 2, "settings": {"tokens": 10**10}}]))
+
+
+def test_a_staged_run_trains_the_bytes_of_a_run_continued_under_the_next_stage_s_settings(tmp_path, cfg, spec,
+                                                                                       evaluated, monkeypatch):
+    """A stage begins as a run continued from its resume point under new settings does: its gate
+    window emptied, its level set; the staged run and that continuation train the same bytes,
+    and a staged run killed after its stage began resumes to them. A resume point of other
+    stages is refused."""
+    from urd.learn import train as T
+
+    ex = S.Exclusions.of(evaluated)
+    tasks = {"t1": cfg["tasks"]["t1"], "t2": cfg["tasks"]["t2"]}
+    s1 = plan.settings_of({**SMALL, "value_min": 2, "gate": 0.5, "gate_window": 4, "t1_per_step": 1,
+                           "t2_per_step": 0, "tokens": 2500, "save_every": 1})
+    stage = {"from_step": 3, "settings": {"t2_per_step": 1, "tokens": 5000, "gate_cold": 0.25, "lr": 1e-3},
+             "level": list(plan.levels(s1)[4])}
+    stages = plan.stages_of(s1, [stage])
+    real = model.Trainable.loss_and_hits
+
+    def perfect(self, tokens, is_target, branches=()):
+        loss, k, _ = real(self, tokens, is_target, branches)
+        return loss, k, {i for i, f in enumerate(is_target) if f}
+
+    monkeypatch.setattr(model.Trainable, "loss_and_hits", perfect)
+    staged = T.train(str(tmp_path / "staged.pth"), s1, tasks, spec["decode"], ex, stages=stages)
+    assert [(x["step"], x["level"]) for x in staged["stages"]] == [(3, stage["level"])]
+    assert staged["tokens"] >= 5000 and staged["steps"] > 4
+    after = [x["step"] for x in staged["levels"] if x["step"] > stage["from_step"]]
+    assert after and after[0] > stage["from_step"] + 1  # the emptied window fills again before a move
+    assert staged["evals"][-1]["t1_at_cap"]["pairs"] >= stage["level"][0]
+
+    def stop_at(step_no):
+        def step_with_replies(self, step, tokens_seen, _real=T.Data.step_with_replies):
+            if step == step_no:
+                raise KeyboardInterrupt
+            return _real(self, step, tokens_seen)
+        return step_with_replies
+
+    # continued by hand: stopped where the stage begins, the point's settings, gate and level changed
+    with monkeypatch.context() as m:
+        m.setattr(T.Data, "step_with_replies", stop_at(3))
+        with pytest.raises(KeyboardInterrupt):
+            T.train(str(tmp_path / "cont.pth"), s1, tasks, spec["decode"], ex)
+    point = Path(str(tmp_path / "cont.pth") + ".resume.pt")
+    ck = torch.load(point, weights_only=False)
+    assert ck["step"] == 3
+    ck.update(settings=stages[0]["settings"], gate_recent=[], gate_kinds=[],
+              level=plan.levels(s1).index(tuple(stage["level"])))
+    torch.save(ck, point)
+    T.train(str(tmp_path / "cont.pth"), stages[0]["settings"], tasks, spec["decode"], ex)
+    assert (tmp_path / "cont.pth").read_bytes() == (tmp_path / "staged.pth").read_bytes()
+
+    # the staged run killed after its stage began, resumed; other stages refused at its point
+    with monkeypatch.context() as m:
+        m.setattr(T.Data, "step_with_replies", stop_at(6))
+        with pytest.raises(KeyboardInterrupt):
+            T.train(str(tmp_path / "k.pth"), s1, tasks, spec["decode"], ex, stages=stages)
+    other = plan.stages_of(s1, [{**stage, "from_step": 5}])
+    with pytest.raises(InputError, match="stages"):
+        T.train(str(tmp_path / "k.pth"), s1, tasks, spec["decode"], ex, stages=other)
+    again = T.train(str(tmp_path / "k.pth"), s1, tasks, spec["decode"], ex, stages=stages)
+    assert (tmp_path / "k.pth").read_bytes() == (tmp_path / "staged.pth").read_bytes()
+    assert again["stages"] == staged["stages"] and again["levels"] == staged["levels"]
+
+
 def test_a_short_code_is_judged_by_the_same_rule_at_its_length():
     from urd.harness.scoring import judge_t1
 

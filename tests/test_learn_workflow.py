@@ -39,6 +39,12 @@ def test_a_training_setting_that_cannot_fit_is_refused_when_the_dag_is_built(wor
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "Traceback" not in out
     assert re.search(r"urd config: backbones\.learned\.train\.settings: tokens: .*max_minutes 60", out), out
+    # a stage is checked there too: it cannot change the model's shape
+    (workflow / "staged.yaml").write_text("backbones: {learned: {train: {stages: [{from_step: 5, settings: {n_embd: 256}}]}}}\n")
+    proc = snakemake(workflow, "-n", "results/urd/learned/summary.json", "--configfile", "config/config.yaml", "staged.yaml")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Traceback" not in out
+    assert re.search(r"urd config: backbones\.learned\.train\.stages\[0\]\.settings: n_embd: expected the run's own 128", out), out
 
 
 def test_a_reduced_run_on_the_learned_backbone_records_its_check(workflow):

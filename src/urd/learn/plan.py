@@ -81,6 +81,49 @@ def settings_of(raw: dict, where: str = "settings") -> dict:
     return s
 
 
+# What a stage may not change: the model's shape and init, the seed, the head's rows, the
+# curriculum's levels, the held-out set, the threads (the bytes depend on them) and the budget.
+RUN_WIDE = ("seed", "n_layer", "n_embd", "tied_head", "rwkv_lm_init", "full_loss", "pairs_min", "value_min",
+            "eval_episodes", "threads", "max_minutes", "max_memory_mb")
+
+
+def stages_of(base: dict, raw, where: str = "stages") -> list[dict]:
+    """A run's later stages, validated: each from a step on (`from_step`, after the last stage's),
+    the settings in effect before it with its `settings` changed, and optionally the gated
+    curriculum's point to move to (`level`: [pairs, code length] of `levels`, with gate set).
+    A stage starts with an empty gate window; its `tokens` is where its learning-rate cosine
+    ends, and the run ends at the last stage's. Each item: {from_step, settings (the whole
+    settings in effect), changes (as written), level (or None)}."""
+    from ..core.errors import InputError
+
+    if not isinstance(raw, list):
+        raise InputError(where, "stages", "a list of {from_step, settings, level}", raw)
+    out, prev, last = [], base, 0
+    for i, st in enumerate(raw):
+        at = f"{where}[{i}]"
+        if not isinstance(st, dict) or "from_step" not in st or set(st) - {"from_step", "settings", "level"}:
+            raise InputError(at, "from_step/settings/level", "a mapping of from_step, settings and level only", st)
+        step, changes, level = st["from_step"], st.get("settings", {}), st.get("level")
+        if not isinstance(step, int) or isinstance(step, bool) or step <= last:
+            raise InputError(at, "from_step", f"an integer step after {last} (the stage before it)", step)
+        if not isinstance(changes, dict):
+            raise InputError(at, "settings", "a mapping of settings to change", changes)
+        fixed = [k for k in RUN_WIDE if k in changes and changes[k] != base[k]]
+        if fixed:
+            raise InputError(f"{at}.settings", fixed[0], f"the run's own {base[fixed[0]]} (a stage cannot change "
+                             f"{', '.join(RUN_WIDE)})", changes[fixed[0]])
+        s = settings_of({**prev, **changes}, f"{at}.settings")
+        if level is not None:
+            points = levels(s)
+            if not s["gate"] or not isinstance(level, list) or tuple(level) not in points:
+                raise InputError(at, "level", "a [pairs, code length] point of the gated curriculum "
+                                 f"(with gate set): one of {[list(x) for x in points]}", level)
+            level = [int(x) for x in level]
+        out.append({"from_step": step, "settings": s, "changes": dict(changes), "level": level})
+        prev, last = s, step
+    return out
+
+
 def levels(s: dict) -> list[tuple[int, int]]:
     """The gated curriculum's (pairs, code length) points, easiest first: from (pairs_min,
     value_min) the code grows by two characters, then the pairs by half, in turn, to (64, 12)."""
@@ -111,10 +154,12 @@ def estimate(s: dict) -> dict:
     return {"minutes": s["tokens"] * per_token / 60, "memory_mb": mem}
 
 
-def check_budget(s: dict, where: str = "settings") -> dict:
-    """Refuse, before training starts, a run its time or memory budget cannot hold."""
+def check_budget(s: dict, where: str = "settings", stages: list[dict] = ()) -> dict:
+    """Refuse, before training starts, a run its time or memory budget cannot hold (with stages,
+    the tokens are the most any stage trains to)."""
     from ..core.errors import InputError
 
+    s = {**s, "tokens": max([s["tokens"]] + [st["settings"]["tokens"] for st in stages])}
     e = estimate(s)
     if e["minutes"] > s["max_minutes"]:
         fit = int(s["tokens"] * s["max_minutes"] / e["minutes"])
@@ -130,6 +175,6 @@ def resources(backbone: dict) -> dict:
     """What the training rule declares: threads, CPU seconds, a wall-time limit and memory."""
     where = f"backbones.{backbone.get('name', '<learned>')}.train.settings"
     s = settings_of(backbone["train"]["settings"], where)
-    e = check_budget(s, where)
+    e = check_budget(s, where, stages_of(s, backbone["train"].get("stages", []), where.replace("settings", "stages")))
     return {"threads": s["threads"], "cpu_seconds": math.ceil(e["minutes"] * 60),
             "runtime": 2 * math.ceil(e["minutes"]) + 10, "mem_mb": math.ceil(e["memory_mb"] * 1.25)}

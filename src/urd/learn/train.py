@@ -9,6 +9,9 @@ With `gate` set, the curriculum instead moves through `plan.levels` (pairs and c
 when the share of T1's seen-key replies the model gets right at its level reaches `gate` (Gate);
 with `gate_cold` too, when the hot keys' share reaches `gate` and the cold keys' `gate_cold`
 (two bars: the published score asks mostly hot keys).
+With `stages` (plan.stages_of), the settings change from a step on, and the curriculum may move
+to a stated level: one run trains a path that moves, say, from a gentler task to the published
+one; a stage starts with an empty gate window, as a run continued under new settings does.
 
 Every `eval_every` steps the weights are exported in the released format and loaded through the
 same path a benchmark job uses (`urd.backbone.adapter.Backbone`); the in-session control is run on
@@ -223,7 +226,9 @@ def _lr(s: dict, step: int, tokens_seen: int) -> float:
     return s["lr_final"] + 0.5 * (s["lr"] - s["lr_final"]) * (1 + math.cos(math.pi * frac))
 
 
-def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sys.stderr) -> dict:
+def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sys.stderr,
+          stages: list[dict] = ()) -> dict:
+    """Train OUT from settings `s` (the first stage's) and the later `stages` (plan.stages_of)."""
     from ..backbone.tokenizer import get_tokenizer
 
     torch.set_num_threads(int(s["threads"]))
@@ -237,23 +242,43 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
     params = net.parameters()
     opt = torch.optim.Adam(params, lr=s["lr"], betas=(0.9, 0.99), eps=1e-8)
     resume = Path(out + ".resume.pt")
-    record = {"settings": s, "curve": [], "evals": [], **({"levels": []} if s["gate"] else {})}
+    stages = list(stages)
+    plan_stages = [{k: st[k] for k in ("from_step", "changes", "level")} for st in stages]
+    record = {"settings": s, "curve": [], "evals": [], **({"levels": []} if s["gate"] or stages else {}),
+              **({"stages": []} if stages else {})}
+    base, done = s, 0  # the first stage's settings; how many later stages have begun
     gate = Gate(float(s["gate"]), int(s["gate_window"]), float(s["gate_cold"]))
     step = tokens = 0
     spent = 0.0
     if resume.exists():
         ck = torch.load(resume, weights_only=False)
-        if settings_of(ck["settings"]) != s:  # a key added since the point was saved reads as its default
-            raise InputError(str(resume), "settings", "the settings of this run", ck["settings"])
+        # a key added since the point was saved reads as its default
+        if settings_of(ck["settings"]) != s or ck.get("stages", []) != plan_stages:
+            raise InputError(str(resume), "settings", "the settings (and stages) of this run",
+                             {"settings": ck["settings"], "stages": ck.get("stages", [])})
         net.load_state_dict(ck["weights"])
         opt.load_state_dict(ck["optimizer"])
         step, tokens, spent, record = ck["step"], ck["tokens"], ck["seconds"], ck["record"]
+        done = ck.get("stages_begun", 0)
+        s = stages[done - 1]["settings"] if done else base
+        data.s, gate = s, Gate(float(s["gate"]), int(s["gate_window"]), float(s["gate_cold"]))
         data.level, gate.recent = ck.get("level", 0), ck.get("gate_recent", [])
         gate.kinds = ck.get("gate_kinds", [None] * len(gate.recent))
         print(f"resumed at step {step} ({tokens:,} tokens)", file=log, flush=True)
     started = time.monotonic() - spent
     window = []
-    while tokens < s["tokens"]:
+    while tokens < s["tokens"] or done < len(stages):
+        if done < len(stages) and step >= stages[done]["from_step"]:
+            st = stages[done]
+            s = data.s = st["settings"]
+            gate = Gate(float(s["gate"]), int(s["gate_window"]), float(s["gate_cold"]))
+            if st["level"] is not None:
+                data.level = data.levels.index(tuple(st["level"]))
+            done += 1
+            record["stages"].append({"step": step, "tokens": tokens, "changes": st["changes"], "level": st["level"]})
+            print(f"step {step}: stage {done + 1} begins ({json.dumps(st['changes'], sort_keys=True)}"
+                  + (f", at {st['level'][0]} pairs, {st['level'][1]}-character codes" if st["level"] else "")
+                  + ")", file=log, flush=True)
         seqs = data.step_with_replies(step, tokens)
         for g in opt.param_groups:
             g["lr"] = _lr(s, step, tokens)
@@ -281,6 +306,8 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
         net.repin()
         step += 1
         window.append(float(total) / max(1, n))
+        # the run ends at the last stage's tokens; an earlier stage past its own trains on at its floor
+        ending = tokens >= s["tokens"] and done == len(stages)
         if step % 20 == 0:
             el = time.monotonic() - started
             rec = {"step": step, "tokens": tokens, "loss": sum(window) / len(window), "seconds": round(el, 1),
@@ -290,13 +317,13 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
                       if s["gate"] else {})}
             record["curve"].append(rec)
             window = []
-            left = el / tokens * (s["tokens"] - tokens)
+            left = el / tokens * max(0, (stages[-1]["settings"] if stages else s)["tokens"] - tokens)
             kinds = ", ".join(f"{k} keys {r:.2f}" for k in ("hot", "cold") if (r := gate.rate(k)) is not None)
             gated = (f" codes {rec['code_length']}, recall {gate.rate():.2f}" + (f" ({kinds})" if kinds else "")
                      if s["gate"] and gate.recent else "")
             print(f"step {step} tokens {tokens:,} loss {rec['loss']:.3f} cap {rec['pairs_cap']}{gated} "
                   f"{tokens / el:,.0f} tok/s, {el / 60:.1f} min, ~{left / 60:.0f} min left", file=log, flush=True)
-        if step % s["eval_every"] == 0 or tokens >= s["tokens"]:
+        if step % s["eval_every"] == 0 or ending:
             with tempfile.TemporaryDirectory() as d:
                 export(net, Path(d, "eval.pth"))
                 sc = control_scores(str(Path(d, "eval.pth")), held, decode)
@@ -310,9 +337,10 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
                   f"({sc['t2']['rate_trigger']:.2f}/{sc['t2']['rate_non_trigger']:.2f}); T1 at {cap} pairs, "
                   f"{length}-character codes "
                   f"{at_cap['score_A']:.3f}", file=log, flush=True)
-        if step % s["save_every"] == 0 and tokens < s["tokens"]:
-            buf = {"settings": s, "weights": net.state_dict(), "optimizer": opt.state_dict(), "step": step,
-                   "tokens": tokens, "seconds": time.monotonic() - started, "record": record,
+        if step % s["save_every"] == 0 and not ending:
+            buf = {"settings": base, "stages": plan_stages, "stages_begun": done, "weights": net.state_dict(),
+                   "optimizer": opt.state_dict(), "step": step, "tokens": tokens,
+                   "seconds": time.monotonic() - started, "record": record,
                    "level": data.level, "gate_recent": gate.recent, "gate_kinds": gate.kinds}
             tmp = resume.with_suffix(".tmp")
             torch.save(buf, tmp)
@@ -357,15 +385,17 @@ def main(argv=None) -> int:
     ap.add_argument("out", help="the checkpoint (.pth), written when training ends")
     ap.add_argument("--record", required=True, help="the training record (JSON)")
     ap.add_argument("--settings", default="{}", help="training settings as JSON (see DEFAULTS)")
+    ap.add_argument("--stages", default="[]", help="later stages as JSON (see plan.stages_of)")
     ap.add_argument("--spec", required=True,
                     help="the evaluated data's spec and the decoding, as JSON (urd.workflow.learn_spec)")
     a = ap.parse_args(argv)
     try:
         s = settings_of(json.loads(a.settings))
-        plan.check_budget(s)
+        stages = plan.stages_of(s, json.loads(a.stages))
+        plan.check_budget(s, stages=stages)
         spec = json.loads(a.spec)
         tasks, ex = stream_inputs(spec)
-        rec = train(a.out, s, tasks, spec["decode"], ex)
+        rec = train(a.out, s, tasks, spec["decode"], ex, stages=stages)
         atomic_write_json(a.record, rec)
         print(f"wrote {a.out} (sha256 {rec['sha256']})", file=sys.stderr)
     except UrdError as exc:
