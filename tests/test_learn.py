@@ -441,47 +441,55 @@ def test_a_gated_run_climbs_as_its_recall_passes_and_a_killed_run_resumes_at_its
     assert (tmp_path / "b.pth").read_bytes() == (tmp_path / "whole.pth").read_bytes()
 
 
-def test_stages_change_settings_from_a_step_on_and_refuse_what_a_run_holds_fixed():
+def test_stages_change_settings_from_a_token_count_on_and_refuse_what_a_run_holds_fixed():
     s = plan.settings_of({**SMALL, "value_min": 2, "gate": 0.5})
-    st = plan.stages_of(s, [{"from_step": 5, "settings": {"tokens": 9000, "t2_per_step": 3}, "level": [6, 4]},
-                            {"from_step": 9, "settings": {"gate": 0}}])
-    assert [x["from_step"] for x in st] == [5, 9] and st[0]["level"] == [6, 4] and st[1]["level"] is None
+    st = plan.stages_of(s, [{"from_tokens": 500, "settings": {"tokens": 9000, "t2_per_step": 3}, "level": [6, 4]},
+                            {"from_tokens": 900, "settings": {"gate": 0}}])
+    assert [x["from_tokens"] for x in st] == [500, 900] and st[0]["level"] == [6, 4] and st[1]["level"] is None
     assert st[0]["settings"] == {**s, "tokens": 9000, "t2_per_step": 3}
     assert st[1]["settings"] == {**s, "tokens": 9000, "t2_per_step": 3, "gate": 0}  # each from the stage before
-    bad = [([{"from_step": 5, "settings": {"n_embd": 128}}], r"stages\[0\]\.settings: n_embd"),
-           ([{"from_step": 5, "settings": {"threads": 2}}], "threads"),
-           ([{"from_step": 5}, {"from_step": 5}], r"stages\[1\]: from_step"),
-           ([{"from_step": 0}], "from_step"),
-           ([{"from_step": 5, "level": [7, 4]}], "level"),
-           ([{"from_step": 5, "settings": {"gate": 0}, "level": [6, 4]}], "level"),
-           ([{"from_step": 5, "settings": {"t1_per_step": 0}}], r"stages\[0\]\.settings: gate_window/t1_per_step"),
-           ([{"from_step": 5, "lr": 1}], "from_step/settings/level"),
-           ({"from_step": 5}, "stages")]
+    bad = [([{"from_tokens": 5, "settings": {"n_embd": 128}}], r"stages\[0\]\.settings: n_embd"),
+           ([{"from_tokens": 5, "settings": {"threads": 2}}], "threads"),
+           ([{"from_tokens": 5}, {"from_tokens": 5}], r"stages\[1\]: from_tokens"),
+           ([{"from_tokens": 0}], "from_tokens"),
+           ([{"from_tokens": 5, "level": [7, 4]}], "level"),
+           ([{"from_tokens": 5, "settings": {"gate": 0}, "level": [6, 4]}], "level"),
+           ([{"from_tokens": 5, "settings": {"t1_per_step": 0}}], r"stages\[0\]\.settings: gate_window/t1_per_step"),
+           ([{"from_tokens": 5, "lr": 1}], "from_tokens/settings/level"),
+           ({"from_tokens": 5}, "stages")]
     for raw, match in bad:
         with pytest.raises(InputError, match=match):
             plan.stages_of(s, raw)
-    assert plan.stages_of(s, [{"from_step": 5, "settings": {"n_embd": 64}}])  # the run's own value is no change
-    # the budget holds the most tokens any stage trains to
+    assert plan.stages_of(s, [{"from_tokens": 5, "settings": {"n_embd": 64}}])  # the run's own value is no change
+    # a stage that turns the gate on says where the curriculum starts (not back at its easiest)
+    ungated = plan.settings_of(SMALL)
+    with pytest.raises(InputError, match=r"stages\[0\]: level"):
+        plan.stages_of(ungated, [{"from_tokens": 5, "settings": {"gate": 0.5}}])
+    assert plan.stages_of(ungated, [{"from_tokens": 5, "settings": {"gate": 0.5}, "level": [64, 12]}])
+    # the budget holds the most tokens any stage starts at or trains to
     fits = plan.settings_of({"tokens": 1000, "max_minutes": 60})
-    with pytest.raises(InputError, match="tokens"):
-        plan.check_budget(fits, stages=plan.stages_of(fits, [{"from_step": 2, "settings": {"tokens": 10**10}}]))
+    assert plan.check_budget(fits, stages=plan.stages_of(fits, [{"from_tokens": 2, "settings": {"tokens": 3000}}]))
+    for stage in ({"from_tokens": 2, "settings": {"tokens": 10**10}}, {"from_tokens": 10**10}):
+        with pytest.raises(InputError, match="tokens"):
+            plan.check_budget(fits, stages=plan.stages_of(fits, [stage]))
 
 
-def test_a_staged_run_trains_the_bytes_of_a_run_continued_under_the_next_stage_s_settings(tmp_path, cfg, spec,
-                                                                                       evaluated, monkeypatch):
-    """A stage begins as a run continued from its resume point under new settings does: its gate
-    window emptied, its level set; the staged run and that continuation train the same bytes,
-    and a staged run killed after its stage began resumes to them. A resume point of other
-    stages is refused."""
+def test_a_staged_run_trains_the_bytes_of_a_run_continued_under_each_stage_s_settings(tmp_path, cfg, spec,
+                                                                                    evaluated, monkeypatch):
+    """Each stage begins as a run continued from its resume point under the stage's settings, the
+    point's gate window emptied and its level set, does: the staged run and that continuation
+    train the same bytes, and a staged run killed where a stage begins, or after, resumes to them.
+    A resume point of other stages is refused."""
     from urd.learn import train as T
 
     ex = S.Exclusions.of(evaluated)
     tasks = {"t1": cfg["tasks"]["t1"], "t2": cfg["tasks"]["t2"]}
     s1 = plan.settings_of({**SMALL, "value_min": 2, "gate": 0.5, "gate_window": 4, "t1_per_step": 1,
                            "t2_per_step": 0, "tokens": 2500, "save_every": 1})
-    stage = {"from_step": 3, "settings": {"t2_per_step": 1, "tokens": 5000, "gate_cold": 0.25, "lr": 1e-3},
-             "level": list(plan.levels(s1)[4])}
-    stages = plan.stages_of(s1, [stage])
+    raw = [{"from_tokens": 364, "settings": {"t2_per_step": 1, "tokens": 5000, "gate_cold": 0.25, "lr": 1e-3},
+            "level": list(plan.levels(s1)[4])},
+           {"from_tokens": 3000, "settings": {"gate_window": 12, "t1_per_step": 2, "tokens": 9000}}]
+    stages = plan.stages_of(s1, raw)
     real = model.Trainable.loss_and_hits
 
     def perfect(self, tokens, is_target, branches=()):
@@ -490,11 +498,14 @@ def test_a_staged_run_trains_the_bytes_of_a_run_continued_under_the_next_stage_s
 
     monkeypatch.setattr(model.Trainable, "loss_and_hits", perfect)
     staged = T.train(str(tmp_path / "staged.pth"), s1, tasks, spec["decode"], ex, stages=stages)
-    assert [(x["step"], x["level"]) for x in staged["stages"]] == [(3, stage["level"])]
-    assert staged["tokens"] >= 5000 and staged["steps"] > 4
-    after = [x["step"] for x in staged["levels"] if x["step"] > stage["from_step"]]
-    assert after and after[0] > stage["from_step"] + 1  # the emptied window fills again before a move
-    assert staged["evals"][-1]["t1_at_cap"]["pairs"] >= stage["level"][0]
+    begun = [x["step"] for x in staged["stages"]]
+    assert [(x["level"], x["changes"]) for x in staged["stages"]] == [(x.get("level"), x["settings"]) for x in raw]
+    assert all(x["tokens"] >= r["from_tokens"] for x, r in zip(staged["stages"], raw))
+    assert staged["tokens"] >= 9000 and staged["steps"] > begun[-1]
+    for k in begun:  # the emptied window fills again before a move
+        after = [x["step"] for x in staged["levels"] if x["step"] > k]
+        assert after and after[0] > k + 1, (k, staged["levels"])
+    assert staged["evals"][-1]["t1_at_cap"]["pairs"] >= raw[0]["level"][0]
 
     def stop_at(step_no):
         def step_with_replies(self, step, tokens_seen, _real=T.Data.step_with_replies):
@@ -503,26 +514,29 @@ def test_a_staged_run_trains_the_bytes_of_a_run_continued_under_the_next_stage_s
             return _real(self, step, tokens_seen)
         return step_with_replies
 
-    # continued by hand: stopped where the stage begins, the point's settings, gate and level changed
-    with monkeypatch.context() as m:
-        m.setattr(T.Data, "step_with_replies", stop_at(3))
-        with pytest.raises(KeyboardInterrupt):
-            T.train(str(tmp_path / "cont.pth"), s1, tasks, spec["decode"], ex)
+    # continued by hand: stopped where each stage begins, the point's settings, gate and level changed
     point = Path(str(tmp_path / "cont.pth") + ".resume.pt")
-    ck = torch.load(point, weights_only=False)
-    assert ck["step"] == 3
-    ck.update(settings=stages[0]["settings"], gate_recent=[], gate_kinds=[],
-              level=plan.levels(s1).index(tuple(stage["level"])))
-    torch.save(ck, point)
-    T.train(str(tmp_path / "cont.pth"), stages[0]["settings"], tasks, spec["decode"], ex)
+    for before, k, stage in zip([s1] + [x["settings"] for x in stages], begun, stages):
+        with monkeypatch.context() as m:
+            m.setattr(T.Data, "step_with_replies", stop_at(k))
+            with pytest.raises(KeyboardInterrupt):
+                T.train(str(tmp_path / "cont.pth"), before, tasks, spec["decode"], ex)
+        ck = torch.load(point, weights_only=False)
+        assert ck["step"] == k
+        ck.update(settings=stage["settings"], gate_recent=[], gate_kinds=[])
+        if stage["level"]:
+            ck["level"] = plan.levels(s1).index(tuple(stage["level"]))
+        torch.save(ck, point)
+    T.train(str(tmp_path / "cont.pth"), stages[-1]["settings"], tasks, spec["decode"], ex)
     assert (tmp_path / "cont.pth").read_bytes() == (tmp_path / "staged.pth").read_bytes()
 
-    # the staged run killed after its stage began, resumed; other stages refused at its point
-    with monkeypatch.context() as m:
-        m.setattr(T.Data, "step_with_replies", stop_at(6))
-        with pytest.raises(KeyboardInterrupt):
-            T.train(str(tmp_path / "k.pth"), s1, tasks, spec["decode"], ex, stages=stages)
-    other = plan.stages_of(s1, [{**stage, "from_step": 5}])
+    # the staged run killed where its first stage begins and after its second began, resumed
+    for k in (begun[0], begun[1] + 3):
+        with monkeypatch.context() as m:
+            m.setattr(T.Data, "step_with_replies", stop_at(k))
+            with pytest.raises(KeyboardInterrupt):
+                T.train(str(tmp_path / "k.pth"), s1, tasks, spec["decode"], ex, stages=stages)
+    other = plan.stages_of(s1, [{**raw[0], "from_tokens": 700}, raw[1]])
     with pytest.raises(InputError, match="stages"):
         T.train(str(tmp_path / "k.pth"), s1, tasks, spec["decode"], ex, stages=other)
     again = T.train(str(tmp_path / "k.pth"), s1, tasks, spec["decode"], ex, stages=stages)
@@ -712,8 +726,15 @@ def test_the_shipped_record_says_how_it_was_made_and_its_last_scores_are_the_pin
     assert rec["sha256"] == check.sha256_file(shipped)
     # A setting added after the record was made reads as its default, which is how training ran
     # before the setting existed; every setting the record names must match the config's.
-    assert plan.settings_of(b["train"]["settings"]) == plan.settings_of(rec["settings"])
-    assert "python -m urd.learn.train" in rec["shipped"]["command"] and rec["tokens"] >= rec["settings"]["tokens"]
+    s = plan.settings_of(b["train"]["settings"])
+    assert s == plan.settings_of(rec["settings"])
+    # and its stages began as the config states them, each at or past its token count
+    stages = plan.stages_of(s, b["train"].get("stages", []))
+    began = rec.get("stages", [])
+    assert [(x["changes"], x["level"]) for x in began] == [(x["changes"], x["level"]) for x in stages]
+    assert all(x["tokens"] >= st["from_tokens"] for x, st in zip(began, stages))
+    final = (stages[-1]["settings"] if stages else s)["tokens"]
+    assert "python -m urd.learn.train" in rec["shipped"]["command"] and rec["tokens"] >= final
     last = rec["evals"][-1]
     pinned = (b["train"]["behaviour"]["t1"], b["train"]["behaviour"]["t2"])
     assert (last["t1"]["score_A"], last["t2"]["score_A"]) == pytest.approx(pinned, abs=1e-9)
@@ -743,7 +764,9 @@ def test_vanilla_sits_at_its_floor_on_the_shipped_model(cfg, shipped):
         # and the same model, given the transcript, does answer in the form of each task it was
         # trained on (a code or NONE; the reply with or without a marker): the floor is not a model
         # that says nothing
-        if not plan.settings_of(cfg["backbones"]["learned"]["train"]["settings"])[f"{task}_per_step"]:
+        train = cfg["backbones"]["learned"]["train"]
+        s = plan.settings_of(train["settings"])
+        if not any(x[f"{task}_per_step"] for x in [s] + [st["settings"] for st in plan.stages_of(s, train.get("stages", []))]):
             continue
         ctl = run_control(bb, task, eps, dec)
         if task == "t1":

@@ -40,7 +40,7 @@ def test_a_training_setting_that_cannot_fit_is_refused_when_the_dag_is_built(wor
     assert proc.returncode != 0 and "Traceback" not in out
     assert re.search(r"urd config: backbones\.learned\.train\.settings: tokens: .*max_minutes 60", out), out
     # a stage is checked there too: it cannot change the model's shape
-    (workflow / "staged.yaml").write_text("backbones: {learned: {train: {stages: [{from_step: 5, settings: {n_embd: 256}}]}}}\n")
+    (workflow / "staged.yaml").write_text("backbones: {learned: {train: {stages: [{from_tokens: 5, settings: {n_embd: 256}}]}}}\n")
     proc = snakemake(workflow, "-n", "results/urd/learned/summary.json", "--configfile", "config/config.yaml", "staged.yaml")
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "Traceback" not in out

@@ -88,24 +88,27 @@ RUN_WIDE = ("seed", "n_layer", "n_embd", "tied_head", "rwkv_lm_init", "full_loss
 
 
 def stages_of(base: dict, raw, where: str = "stages") -> list[dict]:
-    """A run's later stages, validated: each from a step on (`from_step`, after the last stage's),
-    the settings in effect before it with its `settings` changed, and optionally the gated
-    curriculum's point to move to (`level`: [pairs, code length] of `levels`, with gate set).
-    A stage starts with an empty gate window; its `tokens` is where its learning-rate cosine
-    ends, and the run ends at the last stage's. Each item: {from_step, settings (the whole
-    settings in effect), changes (as written), level (or None)}."""
+    """A run's later stages, validated. Each begins at the first step that starts with at least
+    `from_tokens` trained tokens (above the stage before's), with the settings in effect before
+    it and its `settings` changed, and optionally the gated curriculum moved to `level` ([pairs,
+    code length] of `levels`; required where a stage turns the gate on, so the curriculum does not
+    fall back to its start). A stage starts with an empty gate window. The learning rate follows
+    the stage's settings from the run's first token (raising `tokens` raises the rate along the
+    longer cosine); the run ends at the last stage's `tokens`, training on at an earlier stage's
+    floor until a later stage begins. Each item: {from_tokens, settings (all of them, as in
+    effect), changes (as written), level (or None)}."""
     from ..core.errors import InputError
 
     if not isinstance(raw, list):
-        raise InputError(where, "stages", "a list of {from_step, settings, level}", raw)
+        raise InputError(where, "stages", "a list of {from_tokens, settings, level}", raw)
     out, prev, last = [], base, 0
     for i, st in enumerate(raw):
         at = f"{where}[{i}]"
-        if not isinstance(st, dict) or "from_step" not in st or set(st) - {"from_step", "settings", "level"}:
-            raise InputError(at, "from_step/settings/level", "a mapping of from_step, settings and level only", st)
-        step, changes, level = st["from_step"], st.get("settings", {}), st.get("level")
-        if not isinstance(step, int) or isinstance(step, bool) or step <= last:
-            raise InputError(at, "from_step", f"an integer step after {last} (the stage before it)", step)
+        if not isinstance(st, dict) or "from_tokens" not in st or set(st) - {"from_tokens", "settings", "level"}:
+            raise InputError(at, "from_tokens/settings/level", "a mapping of from_tokens, settings and level only", st)
+        start, changes, level = st["from_tokens"], st.get("settings", {}), st.get("level")
+        if not isinstance(start, int) or isinstance(start, bool) or start <= last:
+            raise InputError(at, "from_tokens", f"an integer token count above {last:,} (the stage before it)", start)
         if not isinstance(changes, dict):
             raise InputError(at, "settings", "a mapping of settings to change", changes)
         fixed = [k for k in RUN_WIDE if k in changes and changes[k] != base[k]]
@@ -113,14 +116,16 @@ def stages_of(base: dict, raw, where: str = "stages") -> list[dict]:
             raise InputError(f"{at}.settings", fixed[0], f"the run's own {base[fixed[0]]} (a stage cannot change "
                              f"{', '.join(RUN_WIDE)})", changes[fixed[0]])
         s = settings_of({**prev, **changes}, f"{at}.settings")
-        if level is not None:
-            points = levels(s)
-            if not s["gate"] or not isinstance(level, list) or tuple(level) not in points:
-                raise InputError(at, "level", "a [pairs, code length] point of the gated curriculum "
-                                 f"(with gate set): one of {[list(x) for x in points]}", level)
-            level = [int(x) for x in level]
-        out.append({"from_step": step, "settings": s, "changes": dict(changes), "level": level})
-        prev, last = s, step
+        points = levels(s)
+        if level is not None and (not s["gate"] or not isinstance(level, list) or tuple(level) not in points):
+            raise InputError(at, "level", "a [pairs, code length] point of the gated curriculum "
+                             f"(with gate set): one of {[list(x) for x in points]}", level)
+        if level is None and s["gate"] and not prev["gate"]:
+            raise InputError(at, "level", "the gated curriculum's point to start at, where the stage turns the "
+                             f"gate on: one of {[list(x) for x in points]}", level)
+        out.append({"from_tokens": start, "settings": s, "changes": dict(changes),
+                    "level": None if level is None else [int(x) for x in level]})
+        prev, last = s, start
     return out
 
 
@@ -156,10 +161,10 @@ def estimate(s: dict) -> dict:
 
 def check_budget(s: dict, where: str = "settings", stages: list[dict] = ()) -> dict:
     """Refuse, before training starts, a run its time or memory budget cannot hold (with stages,
-    the tokens are the most any stage trains to)."""
+    the tokens are the most any stage starts at or trains to)."""
     from ..core.errors import InputError
 
-    s = {**s, "tokens": max([s["tokens"]] + [st["settings"]["tokens"] for st in stages])}
+    s = {**s, "tokens": max([s["tokens"]] + [max(st["from_tokens"], st["settings"]["tokens"]) for st in stages])}
     e = estimate(s)
     if e["minutes"] > s["max_minutes"]:
         fit = int(s["tokens"] * s["max_minutes"] / e["minutes"])

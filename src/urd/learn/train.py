@@ -9,9 +9,10 @@ With `gate` set, the curriculum instead moves through `plan.levels` (pairs and c
 when the share of T1's seen-key replies the model gets right at its level reaches `gate` (Gate);
 with `gate_cold` too, when the hot keys' share reaches `gate` and the cold keys' `gate_cold`
 (two bars: the published score asks mostly hot keys).
-With `stages` (plan.stages_of), the settings change from a step on, and the curriculum may move
-to a stated level: one run trains a path that moves, say, from a gentler task to the published
-one; a stage starts with an empty gate window, as a run continued under new settings does.
+With `stages` (plan.stages_of), the settings change from a token count on, and the curriculum may
+move to a stated level: one run trains a path that moves, say, from a gentler task to the
+published one; a stage starts with an empty gate window, as a run continued from its resume point
+under new settings with the point's window emptied does.
 
 Every `eval_every` steps the weights are exported in the released format and loaded through the
 same path a benchmark job uses (`urd.backbone.adapter.Backbone`); the in-session control is run on
@@ -243,7 +244,7 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
     opt = torch.optim.Adam(params, lr=s["lr"], betas=(0.9, 0.99), eps=1e-8)
     resume = Path(out + ".resume.pt")
     stages = list(stages)
-    plan_stages = [{k: st[k] for k in ("from_step", "changes", "level")} for st in stages]
+    plan_stages = [{k: st[k] for k in ("from_tokens", "changes", "level")} for st in stages]
     record = {"settings": s, "curve": [], "evals": [], **({"levels": []} if s["gate"] or stages else {}),
               **({"stages": []} if stages else {})}
     base, done = s, 0  # the first stage's settings; how many later stages have begun
@@ -268,7 +269,7 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
     started = time.monotonic() - spent
     window = []
     while tokens < s["tokens"] or done < len(stages):
-        if done < len(stages) and step >= stages[done]["from_step"]:
+        while done < len(stages) and tokens >= stages[done]["from_tokens"]:
             st = stages[done]
             s = data.s = st["settings"]
             gate = Gate(float(s["gate"]), int(s["gate_window"]), float(s["gate_cold"]))
