@@ -472,6 +472,12 @@ def test_stages_change_settings_from_a_token_count_on_and_refuse_what_a_run_hold
     for stage in ({"from_tokens": 2, "settings": {"tokens": 10**10}}, {"from_tokens": 10**10}):
         with pytest.raises(InputError, match="tokens"):
             plan.check_budget(fits, stages=plan.stages_of(fits, [stage]))
+    # each stage's tokens at its own speed: branched queries cost more a token
+    half = plan.stages_of(fits, [{"from_tokens": 400, "settings": {"branch_queries": 1}}])
+    one = {"plain": plan.estimate({**fits, "tokens": 1})["minutes"],
+           "branched": plan.estimate({**fits, "tokens": 1, "branch_queries": 1})["minutes"]}
+    assert one["branched"] > one["plain"]
+    assert plan.run_estimate(fits, half)["minutes"] == pytest.approx(400 * one["plain"] + 600 * one["branched"])
 
 
 def test_a_staged_run_trains_the_bytes_of_a_run_continued_under_each_stage_s_settings(tmp_path, cfg, spec,
