@@ -192,8 +192,8 @@ def check_budget(s: dict, where: str = "settings", stages: list[dict] = ()) -> d
 
 def resources(backbone: dict) -> dict:
     """What the training rule declares: threads, CPU seconds, a wall-time limit and memory."""
-    where = f"backbones.{backbone.get('name', '<learned>')}.train.settings"
-    s = settings_of(backbone["train"]["settings"], where)
-    e = check_budget(s, where, stages_of(s, backbone["train"].get("stages", []), where.replace("settings", "stages")))
+    at = f"backbones.{backbone.get('name', '<learned>')}.train"
+    s = settings_of(backbone["train"]["settings"], f"{at}.settings")
+    e = check_budget(s, f"{at}.settings", stages_of(s, backbone["train"].get("stages", []), f"{at}.stages"))
     return {"threads": s["threads"], "cpu_seconds": math.ceil(e["minutes"] * 60),
             "runtime": 2 * math.ceil(e["minutes"]) + 10, "mem_mb": math.ceil(e["memory_mb"] * 1.25)}

@@ -152,6 +152,11 @@ class Gate:
     def __init__(self, bar: float, window: int, cold_bar: float = 0):
         self.bar, self.window, self.cold_bar, self.recent, self.kinds = bar, window, cold_bar, [], []
 
+    @classmethod
+    def of(cls, s: dict) -> Gate:
+        """The gate of settings `s`, its window empty."""
+        return cls(float(s["gate"]), int(s["gate_window"]), float(s["gate_cold"]))
+
     def observe(self, replies: list[tuple[str, range]], hits: set[int]) -> None:
         for kind, positions in replies:
             if kind != "unseen":
@@ -248,7 +253,8 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
     record = {"settings": s, "curve": [], "evals": [], **({"levels": []} if s["gate"] or stages else {}),
               **({"stages": []} if stages else {})}
     base, done = s, 0  # the first stage's settings; how many later stages have begun
-    gate = Gate(float(s["gate"]), int(s["gate_window"]), float(s["gate_cold"]))
+    end = plan.run_estimate(base, stages)["tokens"]  # where the run ends
+    gate = Gate.of(s)
     step = tokens = 0
     spent = 0.0
     if resume.exists():
@@ -262,7 +268,7 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
         step, tokens, spent, record = ck["step"], ck["tokens"], ck["seconds"], ck["record"]
         done = ck.get("stages_begun", 0)
         s = stages[done - 1]["settings"] if done else base
-        data.s, gate = s, Gate(float(s["gate"]), int(s["gate_window"]), float(s["gate_cold"]))
+        data.s, gate = s, Gate.of(s)
         data.level, gate.recent = ck.get("level", 0), ck.get("gate_recent", [])
         gate.kinds = ck.get("gate_kinds", [None] * len(gate.recent))
         print(f"resumed at step {step} ({tokens:,} tokens)", file=log, flush=True)
@@ -272,7 +278,7 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
         while done < len(stages) and tokens >= stages[done]["from_tokens"]:
             st = stages[done]
             s = data.s = st["settings"]
-            gate = Gate(float(s["gate"]), int(s["gate_window"]), float(s["gate_cold"]))
+            gate = Gate.of(s)
             if st["level"] is not None:
                 data.level = data.levels.index(tuple(st["level"]))
             done += 1
@@ -318,7 +324,7 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
                       if s["gate"] else {})}
             record["curve"].append(rec)
             window = []
-            left = el / tokens * max(0, (stages[-1]["settings"] if stages else s)["tokens"] - tokens)
+            left = el / tokens * max(0, end - tokens)
             kinds = ", ".join(f"{k} keys {r:.2f}" for k in ("hot", "cold") if (r := gate.rate(k)) is not None)
             gated = (f" codes {rec['code_length']}, recall {gate.rate():.2f}" + (f" ({kinds})" if kinds else "")
                      if s["gate"] and gate.recent else "")
