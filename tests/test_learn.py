@@ -777,17 +777,19 @@ def test_vanilla_sits_at_its_floor_on_the_shipped_model(cfg, shipped):
             continue
         ctl = run_control(bb, task, eps, dec)
         if task == "t1":
-            assert all(r["parsed"] is not None or re.fullmatch(f"[{t1.ALPHABET}]+", r["response"].strip()) for r in ctl)
+            overlong = f"[{t1.ALPHABET}]{{13,}}"
+            assert all(r["parsed"] is not None or re.fullmatch(overlong, r["response"].strip().split("\n")[0])
+                       for r in ctl)
         else:
             assert all(r["parsed"].startswith("Logged: ") for r in ctl)
 
 
 def test_the_shipped_model_learns_both_tasks_in_session_on_the_published_episodes(cfg, shipped):
     """The shipped checkpoint, through the benchmark's own load, decode and judge, learns within
-    session A on the published episodes (each figure the mean over the episodes): T2 to the issue's
-    target (discrimination_A >= 0.5), T1 to a score far from 0 (its target, 0.3, is not reached:
-    0.267, docs/learned-backbone.md). A regression in the export, the loading path or the scoring
-    would read as a model that learns nothing."""
+    session A on the published episodes: T2 to the issue's target (discrimination_A >= 0.5) in
+    every episode, T1 to a mean score far from 0 (its target, 0.3, is not reached: 0.267,
+    docs/learned-backbone.md). A regression in the export, the loading path or the scoring would
+    read as a model that learns nothing."""
     from urd.backbone.adapter import Backbone
     from urd.data import calibrate
     from urd.harness.runner import run_control
@@ -795,11 +797,14 @@ def test_the_shipped_model_learns_both_tasks_in_session_on_the_published_episode
     from urd.session.context import Decode
 
     bb = Backbone.load(shipped)
-    for task, make, bar in (("t1", calibrate.t1_episode, 0.2), ("t2", calibrate.t2_episode, 0.5)):
+    for task, make in (("t1", calibrate.t1_episode), ("t2", calibrate.t2_episode)):
         eps = [make(cfg, i) for i in range(cfg["episodes"])]
         ctl = run_control(bb, task, eps, Decode(max_new_tokens=cfg["decode"][task]["max_new_tokens"]))
         scores = [episode_scores(task, [r for r in ctl if r["episode"] == e["episode"]])["score"] for e in eps]
-        assert sum(scores) / len(scores) >= bar, (task, scores)
+        if task == "t1":
+            assert sum(scores) / len(scores) >= 0.2, scores
+        else:
+            assert min(scores) >= 0.5, scores
 
 
 def test_the_learning_curve_reads_each_evaluation_and_the_curriculum_column_where_recorded(tmp_path):

@@ -37,9 +37,12 @@ SECONDS_PER_TOKEN_PER_BLOCK_WEIGHT = 1.5e-4 / 463_872
 # measured 2,037 and 2,138 tokens/s (the gated 2 x 128 runs to 25 M, records in weights/tried,
 # two at a time on the 2 cores) against 3,946 for the same settings unbranched.
 BRANCHED = 1.9
-# Peak memory: weights, gradients and Adam's two moments (16 bytes a weight), the interpreter and
-# torch (~350 MB), activations (~20 KB a token a layer at 128 wide, sequences of ~3,000 tokens).
-# Measured peak RSS: 665 MB (2 x 128), 739 MB (4 x 128).
+# Peak memory: weights, gradients and Adam's two moments (16 bytes a weight), the interpreter,
+# torch and the held-out evaluation's rwkv model and batches (~790 MB), activations (~20 KB a
+# token a layer at 128 wide, sequences of ~3,000 tokens). Measured peak RSS (the records in
+# weights/tried and the shipped one): 907-1,179 MB at 2 x 128, the most for the published-point
+# runs with branched queries; 1,113 MB at 4 x 128. (665 and 739 MB before the held-out
+# evaluation ran inside training.)
 
 
 def settings_of(raw: dict, where: str = "settings") -> dict:
@@ -160,7 +163,7 @@ def estimate(s: dict) -> dict:
     """A run's one-thread minutes and peak memory (MB), from the measured figures above."""
     per_token = (SECONDS_PER_TOKEN + SECONDS_PER_TOKEN_PER_BLOCK_WEIGHT * _weights(s, True)) * (
         BRANCHED if s["branch_queries"] else 1)
-    mem = 16 * _weights(s, False) / 1e6 + 350 + 20e3 * s["n_embd"] / 128 * 3000 * s["n_layer"] / 1e6
+    mem = 16 * _weights(s, False) / 1e6 + 790 + 20e3 * s["n_embd"] / 128 * 3000 * s["n_layer"] / 1e6
     return {"minutes": s["tokens"] * per_token / 60, "memory_mb": mem}
 
 
