@@ -570,6 +570,44 @@ def test_every_reply_token_is_in_the_head(cfg, evaluated):
             assert set(tok.encode(S.reply(ep["task"], q))) <= vocab, q
 
 
+def test_a_stage_from_the_checkpoint_trains_what_going_on_from_the_finished_run_s_checkpoint_trains(
+        tmp_path, cfg, spec, evaluated):
+    """A stage that starts from_checkpoint rounds the weights to the checkpoint's and empties Adam:
+    the staged run trains the bytes that the run without it, finished and continued from its
+    checkpoint and record (--from-checkpoint), trains. A record that does not match is refused."""
+    from urd.learn import train as T
+
+    ex = S.Exclusions.of(evaluated)
+    tasks = {"t1": cfg["tasks"]["t1"], "t2": cfg["tasks"]["t2"]}
+    s1 = plan.settings_of({**SMALL, "value_min": 2, "gate": 0.5, "gate_window": 4})
+    raw = [{"from_tokens": 1000, "settings": {"t2_per_step": 2, "tokens": 6000}, "level": list(plan.levels(s1)[4])},
+           {"from_tokens": 6000, "from_checkpoint": True, "settings": {"tokens": 14000, "lr": 5e-4}}]
+    whole = T.train(str(tmp_path / "whole.pth"), s1, tasks, spec["decode"], ex, stages=plan.stages_of(s1, raw))
+    assert [x.get("from_checkpoint", False) for x in whole["stages"]] == [False, True]
+    first = T.train(str(tmp_path / "first.pth"), s1, tasks, spec["decode"], ex, stages=plan.stages_of(s1, raw[:1]))
+    (tmp_path / "first.train.json").write_text(json.dumps(first))
+    assert first["steps"] == whole["stages"][1]["step"] < whole["steps"] - 1  # it ends where the stage begins
+    args = ["--settings", json.dumps(s1), "--stages", json.dumps(raw), "--spec", json.dumps(spec),
+            "--from-checkpoint", str(tmp_path / "first.pth"), str(tmp_path / "first.train.json")]
+    assert T.main([str(tmp_path / "on.pth"), "--record", str(tmp_path / "on.json"), *args]) == 0
+    assert (tmp_path / "on.pth").read_bytes() == (tmp_path / "whole.pth").read_bytes()
+    on = json.loads((tmp_path / "on.json").read_text())
+    assert on["stages"] == whole["stages"] and on["tokens"] == whole["tokens"]
+    assert on["evals"][: len(first["evals"]) - 1] == first["evals"][:-1]  # the finished run's record goes on
+    # a record of other bytes, of other stages or with no stage from_checkpoint: refused
+    with pytest.raises(InputError, match="sha256"):
+        T.resume_from_checkpoint(str(tmp_path / "x.pth"), str(tmp_path / "whole.pth"),
+                                 str(tmp_path / "first.train.json"), s1, plan.stages_of(s1, raw), tasks, ex)
+    other = [{**raw[0], "settings": {"t2_per_step": 3, "tokens": 6000}}, raw[1]]
+    for stages, field in ((other, "stages"), (raw[:1], "from_checkpoint")):
+        with pytest.raises(InputError, match=field):
+            T.resume_from_checkpoint(str(tmp_path / "x.pth"), str(tmp_path / "first.pth"),
+                                     str(tmp_path / "first.train.json"), s1, plan.stages_of(s1, stages), tasks, ex)
+    assert not Path(str(tmp_path / "x.pth") + ".resume.pt").exists()
+    with pytest.raises(InputError, match="from_checkpoint"):
+        plan.stages_of(s1, [{**raw[1], "from_checkpoint": 1}])
+
+
 @pytest.fixture(scope="module")
 def small_checkpoint(tmp_path_factory):
     """A freshly initialised small model exported as a checkpoint (untrained rows at -100)."""

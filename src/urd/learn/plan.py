@@ -94,6 +94,9 @@ RUN_WIDE = ("seed", "n_layer", "n_embd", "tied_head", "rwkv_lm_init", "full_loss
             "eval_episodes", "threads", "max_minutes", "max_memory_mb")
 
 
+STAGE_KEYS = {"from_tokens", "settings", "level", "from_checkpoint"}
+
+
 def stages_of(base: dict, raw, where: str = "stages") -> list[dict]:
     """A run's later stages, validated. Each begins at the first step that starts with at least
     `from_tokens` trained tokens (above the stage before's), with the settings in effect before
@@ -102,18 +105,25 @@ def stages_of(base: dict, raw, where: str = "stages") -> list[dict]:
     fall back to its start). A stage starts with an empty gate window. The learning rate follows
     the stage's settings from the run's first token (raising `tokens` raises the rate along the
     longer cosine); the run ends at the last stage's `tokens`, training on at an earlier stage's
-    floor until a later stage begins. Each item: {from_tokens, settings (all of them, as in
-    effect), changes (as written), level (or None)}."""
+    floor until a later stage begins. With `from_checkpoint: true` a stage starts from the weights
+    as the checkpoint holds them (bf16, untouched embedding rows zero) with Adam's state emptied:
+    what continuing a shipped checkpoint, whose optimizer state is not kept, does
+    (urd.learn.train.resume_from_checkpoint). Each item: {from_tokens, settings (all of them, as
+    in effect), changes (as written), level (or None), from_checkpoint}."""
     from ..core.errors import InputError
 
     if not isinstance(raw, list):
-        raise InputError(where, "stages", "a list of {from_tokens, settings, level}", raw)
+        raise InputError(where, "stages", "a list of {from_tokens, settings, level, from_checkpoint}", raw)
     out, prev, last = [], base, 0
     for i, st in enumerate(raw):
         at = f"{where}[{i}]"
-        if not isinstance(st, dict) or "from_tokens" not in st or set(st) - {"from_tokens", "settings", "level"}:
-            raise InputError(at, "from_tokens/settings/level", "a mapping of from_tokens, settings and level only", st)
+        if not isinstance(st, dict) or "from_tokens" not in st or set(st) - STAGE_KEYS:
+            raise InputError(at, "from_tokens/settings/level/from_checkpoint",
+                             "a mapping of from_tokens, settings, level and from_checkpoint only", st)
         start, changes, level = st["from_tokens"], st.get("settings", {}), st.get("level")
+        fresh = st.get("from_checkpoint", False)
+        if not isinstance(fresh, bool):
+            raise InputError(at, "from_checkpoint", "true or false", fresh)
         if not isinstance(start, int) or isinstance(start, bool) or start <= last:
             raise InputError(at, "from_tokens", f"an integer token count above {last:,} (the stage before it)", start)
         if not isinstance(changes, dict):
@@ -131,7 +141,7 @@ def stages_of(base: dict, raw, where: str = "stages") -> list[dict]:
             raise InputError(at, "level", "the gated curriculum's point to start at, where the stage turns the "
                              f"gate on: one of {[list(x) for x in points]}", level)
         out.append({"from_tokens": start, "settings": s, "changes": dict(changes),
-                    "level": None if level is None else [int(x) for x in level]})
+                    "level": None if level is None else [int(x) for x in level], "from_checkpoint": fresh})
         prev, last = s, start
     return out
 

@@ -232,6 +232,63 @@ def _lr(s: dict, step: int, tokens_seen: int) -> float:
     return s["lr_final"] + 0.5 * (s["lr"] - s["lr_final"]) * (1 + math.cos(math.pi * frac))
 
 
+def adam(params: list[torch.Tensor], s: dict) -> torch.optim.Adam:
+    return torch.optim.Adam(params, lr=s["lr"], betas=(0.9, 0.99), eps=1e-8)
+
+
+def planned(stages: list[dict]) -> list[dict]:
+    """The stages as a resume point and the record state them."""
+    return [{**{k: st[k] for k in ("from_tokens", "changes", "level")},
+             **({"from_checkpoint": True} if st["from_checkpoint"] else {})} for st in stages]
+
+
+def resume_from_checkpoint(out: str, checkpoint: str, record_path: str, s: dict, stages: list[dict],
+                           tasks: dict, ex: S.Exclusions) -> int:
+    """Write OUT's resume point from a finished run's checkpoint and record, so that training OUT
+    goes on into the first stage that starts `from_checkpoint` (which begins where that run
+    ended): the weights as the checkpoint holds them, a fresh Adam, the run's step, tokens,
+    seconds, curriculum level and record. A rule training from the seed reaches the same point
+    (the stage rounds its weights and empties Adam), so OUT is what that run trains if the
+    checkpoint is the bytes it trains before the stage. Returns the step."""
+    from ..backbone.tokenizer import get_tokenizer
+
+    with open(record_path, encoding="utf-8") as fh:
+        rec = json.load(fh)
+    digest = sha256_file(checkpoint)
+    if rec.get("sha256") != digest:
+        raise InputError(record_path, "sha256", f"the checkpoint's {digest} ({checkpoint})", rec.get("sha256"))
+    if settings_of(rec.get("settings", {}), record_path) != s:
+        raise InputError(record_path, "settings", "the first stage's settings of this run", rec.get("settings"))
+    k = next((i for i, st in enumerate(stages) if st["from_checkpoint"]), None)
+    if k is None or stages[k]["from_tokens"] > rec["tokens"] or (k and stages[k - 1]["from_tokens"] > rec["tokens"]):
+        raise InputError("stages", "from_checkpoint", f"a stage starting from_checkpoint at or below the "
+                         f"checkpoint's {rec['tokens']:,} tokens, after every stage the checkpoint trained", stages)
+    done = [{x: st[x] for x in ("changes", "level")} for st in rec.get("stages", [])]
+    if done != [{x: st[x] for x in ("changes", "level")} for st in planned(stages[:k])]:
+        raise InputError(record_path, "stages", "the stages of this run before the from_checkpoint one",
+                         rec.get("stages"))
+    data = Data(s, tasks, ex, get_tokenizer())
+    moves = sorted([(st["step"], 0, st["level"]) for st in rec.get("stages", []) if st["level"]]
+                   + [(lv["step"], 1, lv["passed"]) for lv in rec.get("levels", [])])
+    level = 0
+    for _, passed, point in moves:  # a stage sets a level; the gate moves one past the level passed
+        level = data.levels.index(tuple(point)) + passed
+    net = M.Trainable(M.init_weights(int(s["seed"]), int(s["n_layer"]), int(s["n_embd"]),
+                                      tied_head=bool(s["tied_head"]), rwkv_lm=bool(s["rwkv_lm_init"])), data.vocab())
+    net.load_state_dict(torch.load(checkpoint, map_location="cpu", weights_only=True))
+    finished = ("steps", "tokens", "seconds", "threads", "torch", "python", "machine", "cpu", "cpu_capability",
+                "peak_rss_mb", "reply_vocabulary", "sha256", "shipped", "made_as", "published_episodes")
+    buf = {"settings": s, "stages": planned(stages), "stages_begun": k, "weights": net.state_dict(),
+           "optimizer": adam(net.parameters(), s).state_dict(), "step": rec["steps"], "tokens": rec["tokens"],
+           "seconds": rec["seconds"], "record": {x: v for x, v in rec.items() if x not in finished},
+           "level": level, "gate_recent": [], "gate_kinds": []}
+    resume = Path(out + ".resume.pt")
+    tmp = resume.with_suffix(".tmp")
+    torch.save(buf, tmp)
+    os.replace(tmp, resume)
+    return rec["steps"]
+
+
 def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sys.stderr,
           stages: list[dict] = ()) -> dict:
     """Train OUT from settings `s` (the first stage's) and the later `stages` (plan.stages_of)."""
@@ -246,10 +303,10 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
                                       tied_head=bool(s["tied_head"]), rwkv_lm=bool(s["rwkv_lm_init"])),
                      data.vocab())
     params = net.parameters()
-    opt = torch.optim.Adam(params, lr=s["lr"], betas=(0.9, 0.99), eps=1e-8)
+    opt = adam(params, s)
     resume = Path(out + ".resume.pt")
     stages = list(stages)
-    plan_stages = [{k: st[k] for k in ("from_tokens", "changes", "level")} for st in stages]
+    plan_stages = planned(stages)
     record = {"settings": s, "curve": [], "evals": [], **({"levels": []} if s["gate"] or stages else {}),
               **({"stages": []} if stages else {})}
     base, done = s, 0  # the first stage's settings; how many later stages have begun
@@ -281,8 +338,14 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
             gate = Gate.of(s)
             if st["level"] is not None:
                 data.level = data.levels.index(tuple(st["level"]))
+            if st["from_checkpoint"]:
+                # the weights as the checkpoint holds them, Adam's moments gone: as a shipped
+                # checkpoint continued by resume_from_checkpoint starts
+                net.load_state_dict(M.released(net.state_dict(released_rows=True)))
+                opt = adam(params, s)
             done += 1
-            record["stages"].append({"step": step, "tokens": tokens, "changes": st["changes"], "level": st["level"]})
+            record["stages"].append({"step": step, "tokens": tokens, "changes": st["changes"], "level": st["level"],
+                                     **({"from_checkpoint": True} if st["from_checkpoint"] else {})})
             print(f"step {step}: stage {done + 1} begins ({json.dumps(st['changes'], sort_keys=True)}"
                   + (f", at {st['level'][0]} pairs, {st['level'][1]}-character codes" if st["level"] else "")
                   + ")", file=log, flush=True)
@@ -395,6 +458,9 @@ def main(argv=None) -> int:
     ap.add_argument("--stages", default="[]", help="later stages as JSON (see plan.stages_of)")
     ap.add_argument("--spec", required=True,
                     help="the evaluated data's spec and the decoding, as JSON (urd.workflow.learn_spec)")
+    ap.add_argument("--from-checkpoint", nargs=2, metavar=("CHECKPOINT", "RECORD"),
+                    help="go on from a finished run's checkpoint and record into the stage that starts "
+                         "from_checkpoint (resume_from_checkpoint), unless OUT already has a resume point")
     a = ap.parse_args(argv)
     try:
         s = settings_of(json.loads(a.settings))
@@ -402,6 +468,9 @@ def main(argv=None) -> int:
         plan.check_budget(s, stages=stages)
         spec = json.loads(a.spec)
         tasks, ex = stream_inputs(spec)
+        if a.from_checkpoint and not Path(a.out + ".resume.pt").exists():
+            at = resume_from_checkpoint(a.out, *a.from_checkpoint, s, stages, tasks, ex)
+            print(f"going on from {a.from_checkpoint[0]} at step {at}", file=sys.stderr)
         rec = train(a.out, s, tasks, spec["decode"], ex, stages=stages)
         atomic_write_json(a.record, rec)
         print(f"wrote {a.out} (sha256 {rec['sha256']})", file=sys.stderr)
