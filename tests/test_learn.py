@@ -789,7 +789,7 @@ def test_vanilla_sits_at_its_floor_on_the_shipped_model(cfg, shipped):
     no code and no marker."""
     from urd.backbone.adapter import Backbone
     from urd.data import calibrate
-    from urd.harness.runner import run_control, run_system
+    from urd.harness.runner import run_system
     from urd.harness.scoring import episode_scores
     from urd.session.context import Decode
     from urd.session.handle import ModelHandle
@@ -805,33 +805,18 @@ def test_vanilla_sits_at_its_floor_on_the_shipped_model(cfg, shipped):
         else:
             rates = [episode_scores("t2", [r for r in van if r["episode"] == e["episode"]]) for e in eps]
             assert all(x["rate_trigger"] == 0 and x["rate_non_trigger"] == 0 for x in rates)  # no marker known
-        # and the same model, given the transcript, does answer in the form of each task it was
-        # trained on (a code or NONE, though a code may run past the 12 characters a value holds and
-        # then parse as none; the reply with or without a marker): the floor is not a model that
-        # says nothing
-        train = cfg["backbones"]["learned"]["train"]
-        s = plan.settings_of(train["settings"])
-        if not any(x[f"{task}_per_step"] for x in [s] + [st["settings"] for st in plan.stages_of(s, train.get("stages", []))]):
-            continue
-        ctl = run_control(bb, task, eps, dec)
-        if task == "t1":
-            overlong = f"[{t1.ALPHABET}]{{13,}}"
-            assert all(r["parsed"] is not None or re.fullmatch(overlong, r["response"].strip().split("\n")[0])
-                       for r in ctl)
-        else:
-            assert all(r["parsed"].startswith("Logged: ") for r in ctl)
 
 
 def test_the_shipped_model_learns_both_tasks_in_session_on_the_published_episodes(cfg, shipped):
     """The shipped checkpoint, through the benchmark's own load, decode and judge, learns within
     session A on the published episodes: T2 to the issue's target (discrimination_A >= 0.5) in
-    every episode, T1 to a mean score far from 0 (its target, 0.3, is not reached: 0.267,
-    docs/learned-backbone.md). A regression in the export, the loading path or the scoring would
-    read as a model that learns nothing."""
+    every episode, T1 to a mean score far from 0 (docs/learned-backbone.md), each reply in its
+    task's form, so vanilla's floor is not a model that says nothing. A regression in the export,
+    the loading path or the scoring would read as a model that learns nothing."""
     from urd.backbone.adapter import Backbone
     from urd.data import calibrate
     from urd.harness.runner import run_control
-    from urd.harness.scoring import episode_scores
+    from urd.harness.scoring import episode_scores, first_line
     from urd.session.context import Decode
 
     bb = Backbone.load(shipped)
@@ -841,8 +826,13 @@ def test_the_shipped_model_learns_both_tasks_in_session_on_the_published_episode
         scores = [episode_scores(task, [r for r in ctl if r["episode"] == e["episode"]])["score"] for e in eps]
         if task == "t1":
             assert sum(scores) / len(scores) >= 0.2, scores
+            # a code or NONE, though a code may run past the 12 characters a value holds and then
+            # parse as none
+            overlong = f"[{t1.ALPHABET}]{{13,}}"
+            assert all(r["parsed"] is not None or re.fullmatch(overlong, first_line(r["response"])) for r in ctl)
         else:
             assert min(scores) >= 0.5, scores
+            assert all(r["parsed"].startswith("Logged: ") for r in ctl)  # the reply, with or without a marker
 
 
 def test_the_learning_curve_reads_each_evaluation_and_the_curriculum_column_where_recorded(tmp_path):
