@@ -775,7 +775,8 @@ def test_the_shipped_record_says_how_it_was_made_and_its_last_scores_are_the_pin
     # and its stages began as the config states them, each at or past its token count
     stages = plan.stages_of(s, b["train"].get("stages", []))
     began = rec.get("stages", [])
-    assert [(x["changes"], x["level"]) for x in began] == [(x["changes"], x["level"]) for x in stages]
+    assert [(x["changes"], x["level"], x.get("from_checkpoint", False)) for x in began] == [
+        (x["changes"], x["level"], x["from_checkpoint"]) for x in stages]
     assert all(x["tokens"] >= st["from_tokens"] for x, st in zip(began, stages))
     final = (stages[-1]["settings"] if stages else s)["tokens"]
     assert "python -m urd.learn.train" in rec["shipped"]["command"] and rec["tokens"] >= final
@@ -810,7 +811,8 @@ def test_vanilla_sits_at_its_floor_on_the_shipped_model(cfg, shipped):
 def test_the_shipped_model_learns_both_tasks_in_session_on_the_published_episodes(cfg, shipped):
     """The shipped checkpoint, through the benchmark's own load, decode and judge, learns within
     session A on the published episodes: T2 to the issue's target (discrimination_A >= 0.5) in
-    every episode, T1 to a mean score far from 0 (docs/learned-backbone.md), each reply in its
+    every episode, T1 to a mean score far from 0 (0.308 measured, docs/learned-backbone.md; held
+    at 0.25, a few replies below, since another CPU may decode a marginal token otherwise), each reply in its
     task's form, so vanilla's floor is not a model that says nothing. A regression in the export,
     the loading path or the scoring would read as a model that learns nothing."""
     from urd.backbone.adapter import Backbone
@@ -825,11 +827,11 @@ def test_the_shipped_model_learns_both_tasks_in_session_on_the_published_episode
         ctl = run_control(bb, task, eps, Decode(max_new_tokens=cfg["decode"][task]["max_new_tokens"]))
         scores = [episode_scores(task, [r for r in ctl if r["episode"] == e["episode"]])["score"] for e in eps]
         if task == "t1":
-            assert sum(scores) / len(scores) >= 0.2, scores
-            # a code or NONE, though a code may run past the 12 characters a value holds and then
-            # parse as none
-            overlong = f"[{t1.ALPHABET}]{{13,}}"
-            assert all(r["parsed"] is not None or re.fullmatch(overlong, first_line(r["response"])) for r in ctl)
+            assert sum(scores) / len(scores) >= 0.25, scores
+            # a code or NONE, though a code may run past the 12 characters a value holds, or use up
+            # the decode's tokens before its newline, and then parse as none
+            code = f"[{t1.ALPHABET}]+"
+            assert all(r["parsed"] is not None or re.fullmatch(code, first_line(r["response"])) for r in ctl)
         else:
             assert min(scores) >= 0.5, scores
             assert all(r["parsed"].startswith("Logged: ") for r in ctl)  # the reply, with or without a marker
