@@ -593,7 +593,9 @@ def test_a_stage_from_the_checkpoint_trains_what_going_on_from_the_finished_run_
     assert (tmp_path / "on.pth").read_bytes() == (tmp_path / "whole.pth").read_bytes()
     on = json.loads((tmp_path / "on.json").read_text())
     assert on["stages"] == whole["stages"] and on["tokens"] == whole["tokens"]
-    assert on["evals"][: len(first["evals"]) - 1] == first["evals"][:-1]  # the finished run's record goes on
+    # the finished run's record goes on, its last evaluation in it (one the run from the seed never made)
+    assert on["evals"][: len(first["evals"])] == first["evals"]
+    assert first["evals"][-1]["step"] not in [x["step"] for x in whole["evals"]]
     # a record of other bytes, of other stages or with no stage from_checkpoint: refused
     with pytest.raises(InputError, match="sha256"):
         T.resume_from_checkpoint(str(tmp_path / "x.pth"), str(tmp_path / "whole.pth"),
@@ -603,6 +605,14 @@ def test_a_stage_from_the_checkpoint_trains_what_going_on_from_the_finished_run_
         with pytest.raises(InputError, match=field):
             T.resume_from_checkpoint(str(tmp_path / "x.pth"), str(tmp_path / "first.pth"),
                                      str(tmp_path / "first.train.json"), s1, plan.stages_of(s1, stages), tasks, ex)
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(InputError, match="bad.json"):
+        T.resume_from_checkpoint(str(tmp_path / "x.pth"), str(tmp_path / "first.pth"), str(tmp_path / "bad.json"),
+                                 s1, plan.stages_of(s1, raw), tasks, ex)
+    late = [raw[0], {**raw[1], "from_tokens": 6100}]  # not where the finished run ended
+    with pytest.raises(InputError, match="from_checkpoint"):
+        T.resume_from_checkpoint(str(tmp_path / "x.pth"), str(tmp_path / "first.pth"),
+                                 str(tmp_path / "first.train.json"), s1, plan.stages_of(s1, late), tasks, ex)
     assert not Path(str(tmp_path / "x.pth") + ".resume.pt").exists()
     with pytest.raises(InputError, match="from_checkpoint"):
         plan.stages_of(s1, [{**raw[1], "from_checkpoint": 1}])

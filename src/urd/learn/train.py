@@ -245,43 +245,55 @@ def planned(stages: list[dict]) -> list[dict]:
 def resume_from_checkpoint(out: str, checkpoint: str, record_path: str, s: dict, stages: list[dict],
                            tasks: dict, ex: S.Exclusions) -> int:
     """Write OUT's resume point from a finished run's checkpoint and record, so that training OUT
-    goes on into the first stage that starts `from_checkpoint` (which begins where that run
-    ended): the weights as the checkpoint holds them, a fresh Adam, the run's step, tokens,
-    seconds, curriculum level and record. A rule training from the seed reaches the same point
-    (the stage rounds its weights and empties Adam), so OUT is what that run trains if the
-    checkpoint is the bytes it trains before the stage. Returns the step."""
+    goes on into the stage after the record's last, which must start `from_checkpoint` at the
+    token count that run ended at: the weights as the checkpoint holds them, a fresh Adam, the
+    run's step, tokens, seconds, curriculum level and record. A rule training from the seed reaches
+    the same point (the stage rounds its weights and empties Adam), so OUT's checkpoint is the
+    bytes that run trains if the finished one is the bytes it trains before the stage (the record
+    keeps the finished run's last evaluation, which that run would not make). Returns the step."""
     from ..backbone.tokenizer import get_tokenizer
 
-    with open(record_path, encoding="utf-8") as fh:
-        rec = json.load(fh)
+    try:
+        with open(record_path, encoding="utf-8") as fh:
+            rec = json.load(fh)
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(record_path, "file", "a finished run's training record (JSON)", str(exc)) from None
+    missing = [x for x in ("sha256", "settings", "steps", "tokens", "seconds", "evals") if x not in rec]
+    if missing:
+        raise InputError(record_path, missing[0], "a finished run's record (urd.learn.train writes it)", "missing")
     digest = sha256_file(checkpoint)
-    if rec.get("sha256") != digest:
-        raise InputError(record_path, "sha256", f"the checkpoint's {digest} ({checkpoint})", rec.get("sha256"))
-    if settings_of(rec.get("settings", {}), record_path) != s:
-        raise InputError(record_path, "settings", "the first stage's settings of this run", rec.get("settings"))
-    k = next((i for i, st in enumerate(stages) if st["from_checkpoint"]), None)
-    if k is None or stages[k]["from_tokens"] > rec["tokens"] or (k and stages[k - 1]["from_tokens"] > rec["tokens"]):
-        raise InputError("stages", "from_checkpoint", f"a stage starting from_checkpoint at or below the "
-                         f"checkpoint's {rec['tokens']:,} tokens, after every stage the checkpoint trained", stages)
-    done = [{x: st[x] for x in ("changes", "level")} for st in rec.get("stages", [])]
-    if done != [{x: st[x] for x in ("changes", "level")} for st in planned(stages[:k])]:
-        raise InputError(record_path, "stages", "the stages of this run before the from_checkpoint one",
-                         rec.get("stages"))
+    if rec["sha256"] != digest:
+        raise InputError(record_path, "sha256", f"the checkpoint's {digest} ({checkpoint})", rec["sha256"])
+    if settings_of(rec["settings"], record_path) != s:
+        raise InputError(record_path, "settings", "the first stage's settings of this run", rec["settings"])
+    began = rec.get("stages", [])
+    k = len(began)
+    ends = plan.run_estimate(s, stages[:k])["tokens"]  # where the finished run ended
+    if k >= len(stages) or not stages[k]["from_checkpoint"] or stages[k]["from_tokens"] != ends:
+        raise InputError("stages", f"[{k}].from_checkpoint", f"stage {k} (after the {k} the record began) starting "
+                         f"from_checkpoint at from_tokens {ends:,}, where the finished run ended", stages[k:k + 1])
+    key = lambda st: (st["changes"], st["level"], st.get("from_checkpoint", False))
+    if [key(x) for x in began] != [key(x) for x in planned(stages[:k])] or any(
+            x["tokens"] < st["from_tokens"] for x, st in zip(began, stages)):
+        raise InputError(record_path, "stages", "the stages of this run before the from_checkpoint one", began)
     data = Data(s, tasks, ex, get_tokenizer())
-    moves = sorted([(st["step"], 0, st["level"]) for st in rec.get("stages", []) if st["level"]]
-                   + [(lv["step"], 1, lv["passed"]) for lv in rec.get("levels", [])])
+    # a gate pass is recorded at the step after it; a stage that begins at that step moves after it
+    moves = sorted([(lv["step"], 0, lv["passed"]) for lv in rec.get("levels", [])]
+                   + [(st["step"], 1, st["level"]) for st in began if st["level"]])
     level = 0
-    for _, passed, point in moves:  # a stage sets a level; the gate moves one past the level passed
-        level = data.levels.index(tuple(point)) + passed
+    for _, is_stage, point in moves:  # a stage sets a level; the gate moves one past the level passed
+        level = data.levels.index(tuple(point)) + (0 if is_stage else 1)
     net = M.Trainable(M.init_weights(int(s["seed"]), int(s["n_layer"]), int(s["n_embd"]),
                                       tied_head=bool(s["tied_head"]), rwkv_lm=bool(s["rwkv_lm_init"])), data.vocab())
-    net.load_state_dict(torch.load(checkpoint, map_location="cpu", weights_only=True))
-    finished = ("steps", "tokens", "seconds", "threads", "torch", "python", "machine", "cpu", "cpu_capability",
-                "peak_rss_mb", "reply_vocabulary", "sha256", "shipped", "made_as", "published_episodes")
+    try:
+        net.load_state_dict(torch.load(checkpoint, map_location="cpu", weights_only=True))
+    except (RuntimeError, KeyError) as exc:
+        raise InputError(checkpoint, "weights", "a checkpoint of this run's shape", str(exc)[:200]) from None
+    carried = ("settings", "curve", "evals", "levels", "stages")
+    record = {"levels": [], "stages": [], **{x: rec[x] for x in carried if x in rec}}
     buf = {"settings": s, "stages": planned(stages), "stages_begun": k, "weights": net.state_dict(),
            "optimizer": adam(net.parameters(), s).state_dict(), "step": rec["steps"], "tokens": rec["tokens"],
-           "seconds": rec["seconds"], "record": {x: v for x, v in rec.items() if x not in finished},
-           "level": level, "gate_recent": [], "gate_kinds": []}
+           "seconds": rec["seconds"], "record": record, "level": level, "gate_recent": [], "gate_kinds": []}
     resume = Path(out + ".resume.pt")
     tmp = resume.with_suffix(".tmp")
     torch.save(buf, tmp)
