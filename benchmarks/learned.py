@@ -1,9 +1,11 @@
 """The learned backbone against its targets (issue: "a backbone that learns in context"): prints,
 on the published rung-1 episodes, the in-session control (T1 score_A, T2 discrimination_A) with
 their 95 % intervals, vanilla in session B (it must sit at its floor: the model knows nothing of
-an episode but what crosses), and the training run's time, tokens and peak memory.
+an episode but what crosses), and the training run's time, tokens and peak memory. With
+--held-out N, the control on N held-out episodes of the training family that no run evaluates
+(urd.learn.stream.FRESH): a figure no choice between runs or resume points was made on.
 
-    .venv/bin/python benchmarks/learned.py [--checkpoint models/urd-learned-rwkv7-L2-D128.pth]
+    .venv/bin/python benchmarks/learned.py [--checkpoint models/urd-learned-rwkv7-L2-D128.pth] [--held-out 24]
 
 Run from the repository root after `snakemake models/<file> --cores 1` (or the main command).
 Figures, not assertions: the targets are T1 score_A >= 0.3 and T2 discrimination_A >= 0.5.
@@ -20,10 +22,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 from urd.backbone.adapter import Backbone  # noqa: E402
+from urd.backbone.tokenizer import get_tokenizer  # noqa: E402
 from urd.core.config import load_config  # noqa: E402
 from urd.core.io import read_jsonl  # noqa: E402
 from urd.harness.runner import run_control, run_system  # noqa: E402
 from urd.harness.scoring import episode_scores  # noqa: E402
+from urd.learn.plan import learn_spec, settings_of  # noqa: E402
+from urd.learn.stream import FRESH  # noqa: E402
+from urd.learn.train import Data, stream_inputs  # noqa: E402
 from urd.session.context import Decode  # noqa: E402
 from urd.session.handle import ModelHandle  # noqa: E402
 from urd.systems import registry  # noqa: E402
@@ -50,6 +56,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--checkpoint", default=str(REPO / "models" / b["file"]))
     ap.add_argument("--record", default=None, help="the training record (default: CHECKPOINT.train.json)")
+    ap.add_argument("--held-out", type=int, default=0, metavar="N",
+                    help="also the control on N held-out episodes of the training family no run evaluates")
     a = ap.parse_args()
     boot = Bootstrap(**cfg["publish"]["bootstrap"])
     bb = Backbone.load(a.checkpoint, strategy=cfg["strategy"])
@@ -65,6 +73,16 @@ def main() -> int:
                          cfg["consolidation_factor"], dec)
         what = "T1 seen-key recall" if task == "t1" else "T2 discrimination"
         print(line(f"vanilla in session B, {what}", scores(task, van), boot) + " (the floor: ~0)")
+    if a.held_out:
+        spec = learn_spec(cfg)
+        tasks, ex = stream_inputs(spec)
+        s = settings_of(b["train"]["settings"])
+        held = Data(s, tasks, ex, get_tokenizer()).held_out(cfg["queries"], FRESH, a.held_out)
+        for task, eps in held.items():
+            dec = Decode(max_new_tokens=cfg["decode"][task]["max_new_tokens"])
+            name = "T1 score_A" if task == "t1" else "T2 discrimination_A"
+            print(line(f"{name} (in-session control), held-out episodes of the training family",
+                       scores(task, run_control(bb, task, eps, dec)), boot))
     rec_path = Path(a.record or a.checkpoint + ".train.json")
     if rec_path.is_file():
         rec = json.loads(rec_path.read_text())

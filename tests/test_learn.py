@@ -79,6 +79,20 @@ def test_without_the_exclusions_the_same_draws_would_overlap(cfg, evaluated):
     assert found["keys"] and found["rules"]
 
 
+def test_fresh_held_out_episodes_are_none_a_run_evaluates_and_hold_no_evaluated_key(cfg, evaluated):
+    """benchmarks/learned.py --held-out reads episodes no training run evaluates, of the
+    published shape, with nothing of an evaluated episode in them."""
+    ex = S.Exclusions.of(evaluated)
+    s = plan.settings_of({**SMALL, "eval_episodes": 4})
+    data = Data(s, {"t1": cfg["tasks"]["t1"], "t2": cfg["tasks"]["t2"]}, ex, get_tokenizer())
+    fresh, used = data.held_out(cfg["queries"], S.FRESH, 6), data.held_out(cfg["queries"])
+    assert [len(fresh[k]) for k in ("t1", "t2")] == [6, 6] and [len(used[k]) for k in ("t1", "t2")] == [4, 4]
+    codes = lambda eps: {p["value"] for ep in eps for p in ep["pairs"]}
+    assert codes(fresh["t1"]) and not codes(fresh["t1"]) & codes(used["t1"] + data.held_out_at(10**9))
+    assert S.overlap(fresh["t1"] + fresh["t2"], ex) == {"keys": [], "values": [], "rules": []}
+    assert {len(ep["pairs"]) for ep in fresh["t1"]} == {len(ep["pairs"]) for ep in used["t1"]} == {64}
+
+
 def test_training_episodes_are_the_generators_own(cfg):
     ex = S.Exclusions(frozenset(), frozenset(), frozenset(), frozenset())
     ep = S.t1_episode(1, 5, 64, cfg["tasks"]["t1"], ex)

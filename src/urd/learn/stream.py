@@ -26,6 +26,9 @@ from ..data import t1, t2
 
 FAMILY = "urd-train"  # the training seed family: the evaluation's streams are "urd" and "urd2"
 HELD_OUT = 1_000_000  # training episodes use indices below this; held-out ones at and above it
+# held-out episodes no training run evaluates (its evaluations take HELD_OUT + i and, at the
+# curriculum's point, HELD_OUT + 100,000 + i), so no choice between runs was made on them
+FRESH = HELD_OUT + 200_000
 
 
 @dataclass(frozen=True)

@@ -127,12 +127,14 @@ class Data:
         return [S.t1_episode(seed, S.HELD_OUT + 100_000 + i, self.cap(tokens_seen), self.t1_base(tokens_seen), self.ex)
                 for i in range(int(self.s["eval_episodes"]))]
 
-    def held_out(self, queries: int) -> dict[str, list[dict]]:
-        seed, n = self.s["seed"], int(self.s["eval_episodes"])
+    def held_out(self, queries: int, first: int = S.HELD_OUT, n: int | None = None) -> dict[str, list[dict]]:
+        """Held-out episodes of the published shape: the `eval_episodes` a run evaluates every
+        `eval_every` steps, or `n` from index `first` (S.FRESH: ones no run evaluates)."""
+        seed, n = self.s["seed"], int(self.s["eval_episodes"]) if n is None else n
         spec1 = self.tasks["t1"]
         out = {"t1": [], "t2": []}
         for i in range(n):
-            idx = S.HELD_OUT + i
+            idx = first + i
             out["t1"].append(t1.generate_episode(seed, idx, spec1, queries, root=Stream(S.FAMILY, seed, "t1", idx),
                                                  exclude=self.ex.keys, ids=f"heldout-t1-{idx}"))
             out["t2"].append(S.t2_episode(seed, idx, self.tasks["t2"], self.ex))
