@@ -788,7 +788,7 @@ def shipped(tmp_path_factory, cfg):
     return out
 
 
-def test_the_shipped_record_says_how_it_was_made_and_its_last_scores_are_the_pinned_behaviour(cfg, shipped):
+def test_the_shipped_record_says_how_it_was_made_and_its_scores_are_the_pinned_behaviour(cfg, shipped):
     b = cfg["backbones"]["learned"]
     rec = json.loads((REPO / b["train"]["record"]).read_text())
     assert rec["sha256"] == check.sha256_file(shipped)
@@ -804,9 +804,24 @@ def test_the_shipped_record_says_how_it_was_made_and_its_last_scores_are_the_pin
     assert all(x["tokens"] >= st["from_tokens"] for x, st in zip(began, stages))
     final = (stages[-1]["settings"] if stages else s)["tokens"]
     assert "python -m urd.learn.train" in rec["shipped"]["command"] and rec["tokens"] >= final
-    last = rec["evals"][-1]
-    pinned = (b["train"]["behaviour"]["t1"], b["train"]["behaviour"]["t2"])
-    assert (last["t1"]["score_A"], last["t2"]["score_A"]) == pytest.approx(pinned, abs=1e-9)
+    want = b["train"]["behaviour"]
+    pinned = (want["t1"], want["t2"])
+    if "episodes" in want:  # the fresh held-out episodes' figures (rounded as the record gives them)
+        fresh = rec["fresh_held_out"]
+        assert f"--held-out {want['episodes']}" in fresh["how"]
+        assert (fresh["t1_score_A"][0], fresh["t2_discrimination_A"][0]) == pinned
+    else:
+        last = rec["evals"][-1]
+        assert (last["t1"]["score_A"], last["t2"]["score_A"]) == pytest.approx(pinned, abs=1e-9)
+
+
+def test_the_pinned_behaviour_is_what_the_shipped_checkpoint_does(cfg, spec, shipped):
+    """The check at use measures what was pinned: the shipped checkpoint, checked by behaviour,
+    scores its pins (to their rounding) on the pinned episodes, so only a model that does
+    otherwise is refused."""
+    train = cfg["backbones"]["learned"]["train"]
+    got = check.behaviour(str(shipped), train, spec)
+    assert got == pytest.approx({"t1": train["behaviour"]["t1"], "t2": train["behaviour"]["t2"]}, abs=5e-4)
 
 
 def test_vanilla_sits_at_its_floor_on_the_shipped_model(cfg, shipped):

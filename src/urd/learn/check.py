@@ -6,8 +6,9 @@
 A checkpoint whose bytes match the pin (calibration/backbones.sha256) passes as any pinned
 input does. One trained here on another machine or torch may differ in bytes (floating-point
 sums are not promised bitwise across CPUs); it then passes if its held-out in-session control
-(the training record's episodes, urd's own judges) is within the stated tolerance of the pinned
-run's on both tasks. Either way the stamp is written with the file's actual digest and CHECK.json
+(urd's own judges; on the training record's held-out episodes, or with `behaviour.episodes` on
+that many held-out episodes no run evaluates, `urd.learn.stream.FRESH`) is within the stated
+tolerance of the pinned checkpoint's on both tasks. Either way the stamp is written with the file's actual digest and CHECK.json
 says which check passed and with what figures (the summary carries it); a checkpoint that fails
 both is refused in one line naming the file and both figures, and no stamp is written.
 """
@@ -24,13 +25,17 @@ from ..core.manifest import verify_file
 
 
 def behaviour(checkpoint: str, train: dict, spec: dict) -> dict[str, float]:
-    """Held-out score_A of each task, as the training record measures it."""
+    """Held-out score_A of each task: as the training record measures it, or on
+    `behaviour.episodes` held-out episodes no run evaluates (benchmarks/learned.py --held-out)."""
     from ..backbone.tokenizer import get_tokenizer
+    from .stream import FRESH
     from .train import Data, control_scores, settings_of, stream_inputs
 
     s = settings_of(train["settings"], "backbones.<learned>.train.settings")
     data = Data(s, *stream_inputs(spec), get_tokenizer())
-    scores = control_scores(checkpoint, data.held_out(spec["rung1"]["queries"]), spec["decode"])
+    n = train.get("behaviour", {}).get("episodes")
+    queries = spec["rung1"]["queries"]
+    scores = control_scores(checkpoint, data.held_out(queries, FRESH, n) if n else data.held_out(queries), spec["decode"])
     return {t: scores[t]["score_A"] for t in ("t1", "t2")}
 
 
