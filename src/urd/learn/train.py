@@ -238,6 +238,19 @@ def adam(params: list[torch.Tensor], s: dict) -> torch.optim.Adam:
     return torch.optim.Adam(params, lr=s["lr"], betas=(0.9, 0.99), eps=1e-8)
 
 
+def initial(s: dict, data: Data) -> M.Trainable:
+    """The run's model as its seed starts it."""
+    return M.Trainable(M.init_weights(int(s["seed"]), int(s["n_layer"]), int(s["n_embd"]),
+                                      tied_head=bool(s["tied_head"]), rwkv_lm=bool(s["rwkv_lm_init"])), data.vocab())
+
+
+def save_resume(resume: Path, point: dict) -> None:
+    """A resume point, written atomically: a run killed while saving keeps the one before."""
+    tmp = resume.with_suffix(".tmp")
+    torch.save(point, tmp)
+    os.replace(tmp, resume)
+
+
 def planned(stages: list[dict]) -> list[dict]:
     """The stages as a resume point and the record state them."""
     return [{**{k: st[k] for k in ("from_tokens", "changes", "level")},
@@ -272,7 +285,7 @@ def resume_from_checkpoint(out: str, checkpoint: str, record_path: str, s: dict,
     k = len(began)
     ends = plan.run_estimate(s, stages[:k])["tokens"]  # where the finished run ended
     if k >= len(stages) or not stages[k]["from_checkpoint"] or stages[k]["from_tokens"] != ends:
-        raise InputError("stages", f"[{k}].from_checkpoint", f"stage {k} (after the {k} the record began) starting "
+        raise InputError("stages", f"[{k}].from_checkpoint", f"stage {k}, the one after the record's last, starting "
                          f"from_checkpoint at from_tokens {ends:,}, where the finished run ended", stages[k:k + 1])
     key = lambda st: (st["changes"], st["level"], st.get("from_checkpoint", False))
     if [key(x) for x in began] != [key(x) for x in planned(stages[:k])] or any(
@@ -285,8 +298,7 @@ def resume_from_checkpoint(out: str, checkpoint: str, record_path: str, s: dict,
     level = 0
     for _, is_stage, point in moves:  # a stage sets a level; the gate moves one past the level passed
         level = data.levels.index(tuple(point)) + (0 if is_stage else 1)
-    net = M.Trainable(M.init_weights(int(s["seed"]), int(s["n_layer"]), int(s["n_embd"]),
-                                      tied_head=bool(s["tied_head"]), rwkv_lm=bool(s["rwkv_lm_init"])), data.vocab())
+    net = initial(s, data)
     try:
         net.load_state_dict(torch.load(checkpoint, map_location="cpu", weights_only=True))
     except (RuntimeError, KeyError) as exc:
@@ -296,10 +308,7 @@ def resume_from_checkpoint(out: str, checkpoint: str, record_path: str, s: dict,
     buf = {"settings": s, "stages": planned(stages), "stages_begun": k, "weights": net.state_dict(),
            "optimizer": adam(net.parameters(), s).state_dict(), "step": rec["steps"], "tokens": rec["tokens"],
            "seconds": rec["seconds"], "record": record, "level": level, "gate_recent": [], "gate_kinds": []}
-    resume = Path(out + ".resume.pt")
-    tmp = resume.with_suffix(".tmp")
-    torch.save(buf, tmp)
-    os.replace(tmp, resume)
+    save_resume(Path(out + ".resume.pt"), buf)
     return rec["steps"]
 
 
@@ -313,9 +322,7 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
     tok = get_tokenizer()
     data = Data(s, tasks, ex, tok)
     held = data.held_out(25)
-    net = M.Trainable(M.init_weights(int(s["seed"]), int(s["n_layer"]), int(s["n_embd"]),
-                                      tied_head=bool(s["tied_head"]), rwkv_lm=bool(s["rwkv_lm_init"])),
-                     data.vocab())
+    net = initial(s, data)
     params = net.parameters()
     opt = adam(params, s)
     resume = Path(out + ".resume.pt")
@@ -426,9 +433,7 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
                    "optimizer": opt.state_dict(), "step": step, "tokens": tokens,
                    "seconds": time.monotonic() - started, "record": record,
                    "level": data.level, "gate_recent": gate.recent, "gate_kinds": gate.kinds}
-            tmp = resume.with_suffix(".tmp")
-            torch.save(buf, tmp)
-            os.replace(tmp, resume)
+            save_resume(resume, buf)
     record.update({"steps": step, "tokens": tokens, "seconds": round(time.monotonic() - started, 1),
                    "threads": int(s["threads"]), "torch": torch.__version__, "python": platform.python_version(),
                    "machine": platform.machine(), "cpu": cpu_model(),
@@ -473,8 +478,9 @@ def main(argv=None) -> int:
     ap.add_argument("--spec", required=True,
                     help="the evaluated data's spec and the decoding, as JSON (urd.workflow.learn_spec)")
     ap.add_argument("--from-checkpoint", nargs=2, metavar=("CHECKPOINT", "RECORD"),
-                    help="go on from a finished run's checkpoint and record into the stage that starts "
-                         "from_checkpoint (resume_from_checkpoint), unless OUT already has a resume point")
+                    help="go on from a finished run's checkpoint and record into the stage after the record's "
+                         "last, which starts from_checkpoint (resume_from_checkpoint), unless OUT already has a "
+                         "resume point")
     a = ap.parse_args(argv)
     try:
         s = settings_of(json.loads(a.settings))
