@@ -30,6 +30,7 @@ if _here.is_dir() and Path(urd.__file__).resolve().parent != _here:
 
 
 configfile: "config/agentmem.yaml"
+configfile: "config/urd3.yaml"
 configfile: "config/config.yaml"
 
 
@@ -40,6 +41,9 @@ try:
         "config/agentmem.schema.yaml",
         merged_source("config/agentmem.yaml"),
         "agentmem",
+    )
+    validate_section(
+        config["urd3"], "config/urd3.schema.yaml", merged_source("config/urd3.yaml"), "urd3"
     )
 except UrdError as exc:  # one line naming the key, not a traceback
     raise WorkflowError(f"urd config: {exc}") from None
@@ -56,6 +60,8 @@ include: "rules/backbone.smk"
 include: "rules/urd.smk"
 include: "rules/replay.smk"
 include: "rules/urd2.smk"
+include: "rules/urd3_common.smk"
+include: "rules/urd3.smk"
 include: "rules/agentmem.smk"
 include: "rules/planting.smk"
 include: "rules/tables.smk"

@@ -26,6 +26,8 @@ def manifest_for(wildcards):
         return BACKBONE_MANIFEST
     if wildcards.path.startswith("data/urd2/"):
         return URD2_MANIFEST
+    if wildcards.path.startswith("data/urd3/"):
+        return URD3_MANIFEST
     return PLANTING_MANIFEST if wildcards.path.startswith("data/planting/") else MANIFEST
 
 

@@ -273,3 +273,18 @@ class Forger(MemorySystem):
     def answer(self, fiche, query, header):
         self._forge()
         return "NONE"
+
+
+class TextStash(MemorySystem):
+    """Rung 3: keeps the transcript on the class and reads it back in context(), carrying 0 bytes.
+    In one process it would carry everything; across the boundary it finds nothing."""
+
+    consolidates_from_text = True
+    kept: typing.ClassVar[dict] = {}  # shared on purpose
+
+    def consolidate(self, transcript, budget_bytes):
+        TextStash.kept["last"] = transcript
+        return b""
+
+    def context(self, fiche, header):
+        return self.text_context(TextStash.kept.get("last", ""), header)

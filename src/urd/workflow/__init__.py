@@ -36,6 +36,7 @@ _NAMES = {
     "tables": ("urd.tables.targets", None),
     "tune_resources": ("urd.cost.estimate", "tune_resources"),
     "urd2": ("urd.rung2.plan", None),
+    "urd3": ("urd.rung3.plan", None),
     "validate_config": ("urd.core.config", "validate_config"),
     "validate_section": ("urd.core.config", "validate_section"),
     "view_path": ("urd.data.views", "view_path"),

@@ -64,7 +64,7 @@ WORK_DIR_RULES = {"agentmem_trip_vs_move": "trip-vs-move", "agentmem_update_gate
                   "planting_run": "planting"}
 #: The jobs that answer in session B, and their input that is handed over as an open descriptor
 #: instead of mounted: the checkpoint (the system's plug-in runs in the job's process).
-HIDDEN_INPUTS = {"answer": "model", "chain_answer": "model", "sweep_answer": "model"}
+HIDDEN_INPUTS = {"answer": "model", "chain_answer": "model", "sweep_answer": "model", "urd3_answer": "model"}
 #: The jobs whose output folders are bound in place, not staged: a checkpoint download resumes
 #: from the part file a killed job left beside its output.
 IN_PLACE_RULES = frozenset({"fetch_backbone"})

@@ -1,0 +1,62 @@
+# The helpers and constants of urd rung 3's rules (rules/urd3.smk): paths, the jobs' spec, the
+# cells each model gets. Everything here comes from urd.workflow, which loads no model.
+
+U3 = W.urd3
+URD3_MANIFEST = U3.manifest(config)
+U3_FAMILIES = config["urd3"]["families"]
+U3_DATA = {f: f"{U3.data_dir(config)}/{f}.jsonl" for f in U3_FAMILIES}
+U3_A = {f: str(W.view_path(p, "session_a")) for f, p in U3_DATA.items()}
+U3_B = {f: str(W.view_path(p, "session_b")) for f, p in U3_DATA.items()}
+U3_BUDGETS = config["urd3"]["budgets"]
+U3_CODE = W.code_digest("urd.rung3.cli")
+
+try:  # families, plug-in types (fixtures, templates) and systems, before any job runs
+    U3.check(config)
+except W.UrdError as exc:
+    raise WorkflowError(f"urd config: {exc}") from None
+
+
+def u3_spec(wildcards):
+    return json.dumps(U3.spec(config, wildcards.model), sort_keys=True)
+
+
+def u3_systems_code(wildcards):
+    table = U3.plugins(config)
+    return W.code_digest("urd.rung3.cli", W.system_module(wildcards.system, table))
+
+
+def u3_summary_inputs(wildcards):
+    systems, _ = U3.systems(config, wildcards.model)
+    cells = dict(system=systems, family=U3_FAMILIES, split=list(U3_BUDGETS))
+    root = f"results/urd3/{wildcards.model}"
+    return {
+        "data": list(U3_DATA.values()),
+        "checked": [verified(p) for p in U3_DATA.values()],
+        "control": expand(f"{root}/control/{{family}}/raw.jsonl", family=U3_FAMILIES),
+        "raw": expand(f"{root}/{{system}}/{{family}}/{{split}}/raw.jsonl", **cells),
+        "fiches": expand(f"{root}/{{system}}/{{family}}/{{split}}/fiches.jsonl", **cells),
+    }
+
+
+def u3_static(wildcards):
+    modules = [W.system_module(s, U3.plugins(config)) for s in config["urd3"]["systems"]]
+    return json.dumps(
+        {
+            "config_sha256": W.config_digest(config),
+            "code_sha256": W.code_digest("urd.rung3.cli", *modules),
+            "master_seed": config["master_seed"],
+        },
+        sort_keys=True,
+    )
+
+
+def u3_model(wildcards):
+    """A backbone model's checkpoint and its checks (none for the scripted reader)."""
+    if wildcards.model not in config["backbones"]:
+        return {}
+    model = model_path(wildcards.model)
+    return {
+        "model": model,
+        "model_checked": verified(model),
+        "model_check": learned_check(wildcards.model),
+    }

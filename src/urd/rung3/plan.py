@@ -1,0 +1,95 @@
+"""What rung 3's rules need while the DAG is built: the jobs' spec, and which systems get a cell on
+which model. Loads no model.
+
+A system gets a cell on a reader that runs no model (the scripted reader) only if its session A
+needs none (`consolidates_from_text`): summary writes its notes with the model, and state_carry
+and the replay systems carry a model state, which such a reader cannot read. Those systems are
+listed in the summary with the reason (`not_run`) and get no cell, never a zero.
+"""
+
+from __future__ import annotations
+
+from ..core.errors import InputError
+from ..data.rung3 import family
+from ..systems import registry
+from ..systems.base import MemorySystem
+from .reader import NAME as SCRIPTED
+
+DATA_KEYS = ("master_seed", "episodes", "triggers", "non_triggers", "work_turns", "distractors", "families", "types")
+SOURCE = "config/urd3.yaml"
+
+
+def plugins(config: dict) -> dict:
+    """Rung 1's plug-ins and rung 3's own systems: one registry (urd.systems.registry)."""
+    return {**config.get("plugins", {}), **config["urd3"]["plugins"]}
+
+
+def data_dir(config: dict) -> str:
+    """Where the episodes live: data/urd3 for the built-in types; a set with plug-in types makes
+    other episodes, kept apart under a name drawn from the plug-ins (data/urd3/plus-<digest>)."""
+    return "data/urd3" + (f"/plus-{_types_tag(config)}" if config["urd3"].get("types") else "")
+
+
+def manifest(config: dict) -> str:
+    """The SHA-256 manifest the episodes are checked against. A plug-in set's is written by its
+    author once (python -m urd.rung3.cli calibrate --spec ... --write-manifest), then checked."""
+    tag = _types_tag(config) if config["urd3"].get("types") else None
+    return f"calibration/urd3/plus-{tag}.sha256" if tag else "calibration/urd3/manifest.sha256"
+
+
+def _types_tag(config: dict) -> str:
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(config["urd3"]["types"], sort_keys=True).encode()).hexdigest()[:12]
+
+
+def data_spec(config: dict) -> dict:
+    """What the episodes depend on: a change elsewhere must not regenerate them."""
+    u = config["urd3"]
+    return {"master_seed": config["master_seed"], **{k: u[k] for k in DATA_KEYS if k in u}}
+
+
+def systems(config: dict, model: str) -> tuple[list[str], dict[str, str]]:
+    """(the systems with a cell on `model`, {system: why it has none})."""
+    u, table = config["urd3"], plugins(config)
+    if model not in u["models"]:
+        raise InputError(SOURCE, "urd3.models", "the model of a rung-3 target", model)
+    if model != SCRIPTED and model not in config["backbones"]:
+        raise InputError(SOURCE, "urd3.models", f"{SCRIPTED} or a backbone of config/config.yaml", model)
+    run, not_run = [], {}
+    for name in u["systems"]:
+        cls = registry.resolve(name, table, source=SOURCE)
+        if getattr(cls, "needs_artifacts", False):
+            not_run[name] = (f"{cls.__name__} state-tunes on tuning artifacts, which rung 3's DAG does not "
+                             "make yet")
+        elif model == SCRIPTED and not cls.consolidates_from_text:
+            not_run[name] = (f"{cls.__name__} consolidates with a model (or carries its state): the scripted "
+                             "reader runs none and reads text only")
+        elif model == SCRIPTED and cls.context is MemorySystem.context:
+            not_run[name] = (f"{cls.__name__} answers through the model (answer(), no context()): the scripted "
+                             "reader runs none")
+        else:
+            run.append(name)
+    return run, not_run
+
+
+def check(config: dict) -> None:
+    """Everything rung 3 reads from the config, checked now: families and their plug-in types
+    (fixtures, templates), the systems on every model."""
+    u = config["urd3"]
+    for name in u["families"]:
+        family(name, u.get("types"), SOURCE)
+    for model in u["models"]:
+        systems(config, model)
+
+
+def spec(config: dict, model: str) -> dict:
+    """The JSON every rung-3 job of `model` reads."""
+    u = config["urd3"]
+    _, not_run = systems(config, model)
+    return {**data_spec(config), "consolidation_factor": config["consolidation_factor"],
+            "decode": u["decode"], "strategy": config["strategy"],
+            "plugins": plugins(config), "system_settings": config.get("system_settings", {}),
+            "bootstrap": config["publish"]["bootstrap"], "evaluate_episodes": u.get("evaluate_episodes"),
+            "not_run": not_run}

@@ -1,0 +1,124 @@
+"""Rung 3's scores: every number a deterministic function of the replies' text.
+
+Per reply, the type's checker on both sides (`keeps`: does it keep side 0, side 1?); the sides
+are mutually exclusive by construction (urd.data.rung3.kinds.validate). An empty, truncated or
+enormous reply keeps no side: a failure, never a crash.
+
+Per episode and type:
+- scoped type: discrimination, as T2's: applied on triggers minus applied on non-triggers
+  (applied = keeps the taught side);
+- unscoped type: adherence to the taught side on its triggers, minus the base rate of that side:
+  how often the same cell's replies keep it in the episodes that taught the other side. Half the
+  episodes teach each side (urd.data.rung3.episodes), so a habit (always one side) scores exactly
+  0: it keeps side s as often where s was taught as where it was not. The base is the cell's,
+  fixed over the bootstrap (its resamples redraw episodes, not the base).
+An episode's score is the mean over its types; a cell's the mean over episodes. Stale rate: of the
+trigger replies of updated types, the share that keep the superseded side.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ..core.errors import InputError
+from ..data.rung3 import Family
+from ..data.rung3.code import parse
+
+MAX_REPLY_CHARS = 20_000  # a reply past this keeps no side (counted as `cut_replies`)
+
+
+def judge(family: Family, episodes: list[dict], raw: list[dict], source: str = "raw replies") -> list[dict]:
+    """One record per evaluated query: the reply joined with what was taught, both checks."""
+    replies: dict[str, dict] = {}
+    for r in raw:
+        if r["query_id"] in replies:
+            raise InputError(source, f"query {r['query_id']}", "one reply per query", "a duplicate")
+        replies[r["query_id"]] = r
+    wanted = [(ep, q) for ep in episodes for q in ep["queries"]]
+    missing = [q["id"] for _, q in wanted if q["id"] not in replies]
+    if missing:
+        raise InputError(source, "query_id", f"a reply to each of the {len(wanted)} evaluated queries",
+                         f"{len(missing)} missing (first: {missing[0]})")
+    extra = sorted(set(replies) - {q["id"] for _, q in wanted})
+    if extra:
+        raise InputError(source, "query_id", "only the evaluated queries", f"{len(extra)} others (first: {extra[0]})")
+    out = []
+    for ep, q in wanted:
+        reply = replies[q["id"]]["response"]
+        if not isinstance(reply, str):
+            reply = ""
+        kind = family.kind(q["type"])
+        cut = len(reply) > MAX_REPLY_CHARS  # an enormous reply is a failure, not read to its end
+        keeps = [False, False] if cut else [bool(kind.check(0, reply)), bool(kind.check(1, reply))]
+        rec = {"task": family.name, "episode": ep["episode"], "query_id": q["id"], "type": q["type"],
+               "kind": q["kind"], "side": q["side"], "stale_side": q["stale_side"], "response": reply,
+               "keeps": keeps, "applied": keeps[q["side"]],
+               "stale": keeps[q["stale_side"]] if q["stale_side"] is not None else None,
+               "empty": not reply.strip(), "cut": cut}
+        if family.name == "code":
+            rec["parsed"] = not cut and parse(reply) is not None
+        out.append(rec)
+    return out
+
+
+def _mean(xs) -> float | None:
+    xs = list(xs)
+    return sum(xs) / len(xs) if xs else None
+
+
+def base_rates(family: Family, records: list[dict]) -> dict[tuple[str, int], float | None]:
+    """(type, side) -> how often a trigger reply keeps that side in the episodes that taught the other."""
+    out = {}
+    for kind in family.kinds:
+        if kind.scoped:
+            continue
+        for side in (0, 1):
+            out[(kind.name, side)] = _mean(r["keeps"][side] for r in records
+                                           if r["type"] == kind.name and r["kind"] == "trigger" and r["side"] != side)
+    return out
+
+
+def episode_scores(family: Family, records: list[dict]) -> dict[int, dict]:
+    """episode -> {"score": mean over its types, "types": {type: its score or None}}."""
+    base = base_rates(family, records)
+    by = defaultdict(list)
+    for r in records:
+        by[(r["episode"], r["type"])].append(r)
+    out: dict[int, dict] = {}
+    for ep in sorted({r["episode"] for r in records}):
+        types = {}
+        for kind in family.kinds:
+            rs = by.get((ep, kind.name), [])
+            trig = _mean(r["applied"] for r in rs if r["kind"] == "trigger")
+            if kind.scoped:
+                non = _mean(r["applied"] for r in rs if r["kind"] == "non_trigger")
+                types[kind.name] = None if trig is None or non is None else trig - non
+            else:
+                b = base.get((kind.name, rs[0]["side"])) if rs else None
+                types[kind.name] = None if trig is None or b is None else trig - b
+        scored = [v for v in types.values() if v is not None]
+        out[ep] = {"score": _mean(scored), "types": types}
+    return out
+
+
+def cell(family: Family, records: list[dict]) -> dict:
+    """A cell's figures: score, per-type scores, stale rate, failures, code correctness."""
+    eps = episode_scores(family, records)
+    stale = [r["stale"] for r in records if r["stale"] is not None and r["kind"] == "trigger"]
+    out = {
+        "score": _mean(e["score"] for e in eps.values() if e["score"] is not None),
+        "episodes": [{"episode": ep, "score": e["score"], "types": e["types"]} for ep, e in eps.items()],
+        "types": {k.name: _mean(e["types"][k.name] for e in eps.values() if e["types"][k.name] is not None)
+                  for k in family.kinds},
+        "applied_on_trigger": _mean(r["applied"] for r in records if r["kind"] == "trigger"),
+        "applied_on_non_trigger": _mean(r["applied"] for r in records if r["kind"] == "non_trigger"),
+        "stale_rate": _mean(stale),
+        "stale_queries": len(stale),
+        "queries": len(records),
+        "empty_replies": sum(r["empty"] for r in records),
+        "cut_replies": sum(r["cut"] for r in records),
+    }
+    if family.name == "code":
+        out["unparsed_replies"] = sum(not r["parsed"] for r in records)
+        out["correct"] = _mean(bool(r["correct"]) for r in records if "correct" in r)
+    return out
