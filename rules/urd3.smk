@@ -111,3 +111,22 @@ rule urd3_summary:
         code=W.code_digest("urd.rung3.cli", "urd.rung3.summary"),
     script:
         "../scripts/urd3_summary.py"
+
+
+rule urd3_curve:
+    input:
+        unpack(u3_curve_inputs),
+    output:
+        curve="results/urd3/{model}/curve.json",
+        figure="results/urd3/{model}/curve.png",
+    log:
+        "logs/urd3/{model}/curve.log",
+    conda:
+        ENV
+    params:
+        spec=u3_spec,
+        static=u3_static,
+        dpi=config["publish"]["dpi"],
+        code=W.code_digest("urd.rung3.cli", "urd.rung3.summary", "urd.tables.figures"),
+    script:
+        "../scripts/urd3_curve.py"

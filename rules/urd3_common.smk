@@ -7,7 +7,8 @@ U3_FAMILIES = config["urd3"]["families"]
 U3_DATA = {f: f"{U3.data_dir(config)}/{f}.jsonl" for f in U3_FAMILIES}
 U3_A = {f: str(W.view_path(p, "session_a")) for f, p in U3_DATA.items()}
 U3_B = {f: str(W.view_path(p, "session_b")) for f, p in U3_DATA.items()}
-U3_BUDGETS = config["urd3"]["budgets"]
+U3_BUDGETS = U3.splits(config)  # the table's splits and the curve's points, with their budgets
+U3_TABLE_SPLITS = list(config["urd3"]["budgets"])
 U3_CODE = W.code_digest("urd.rung3.cli")
 
 try:  # families, plug-in types (fixtures, templates) and systems, before any job runs
@@ -27,7 +28,7 @@ def u3_systems_code(wildcards):
 
 def u3_summary_inputs(wildcards):
     systems, _ = U3.systems(config, wildcards.model)
-    cells = dict(system=systems, family=U3_FAMILIES, split=list(U3_BUDGETS))
+    cells = dict(system=systems, family=U3_FAMILIES, split=U3_TABLE_SPLITS)
     root = f"results/urd3/{wildcards.model}"
     return {
         "data": list(U3_DATA.values()),
@@ -59,4 +60,17 @@ def u3_model(wildcards):
         "model": model,
         "model_checked": verified(model),
         "model_check": learned_check(wildcards.model),
+    }
+
+
+def u3_curve_inputs(wildcards):
+    systems, splits = U3.curve_cells(config, wildcards.model)
+    cells = dict(system=systems, family=U3_FAMILIES, split=splits)
+    root = f"results/urd3/{wildcards.model}"
+    return {
+        "data": list(U3_DATA.values()),
+        "checked": [verified(p) for p in U3_DATA.values()],
+        "control": expand(f"{root}/control/{{family}}/raw.jsonl", family=U3_FAMILIES),
+        "raw": expand(f"{root}/{{system}}/{{family}}/{{split}}/raw.jsonl", **cells),
+        "fiches": expand(f"{root}/{{system}}/{{family}}/{{split}}/fiches.jsonl", **cells),
     }

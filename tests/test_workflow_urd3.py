@@ -134,3 +134,21 @@ def test_a_stash_carries_in_one_process_and_nothing_across_the_boundary(tmp_path
         "--out", "raw.jsonl")
     across = score.cell(fam, score.judge(fam, eps, read_jsonl(tmp_path / "raw.jsonl")))
     assert across["score"] == 0.0
+
+
+@pytest.mark.slow
+def test_the_curve_rises_with_the_budget_and_shares_the_tables_cells(workflow):
+    (workflow / "short.yaml").write_text(
+        "urd3:\n  evaluate_episodes: 4\n  curve: {budgets: [120, 480, 16384], systems: [vanilla, gzip_tail, oracle]}\n")
+    proc = snakemake(workflow, "results/urd3/scripted/curve.json", "--configfile", "short.yaml", check=True)
+    curve = json.loads((workflow / "results/urd3/scripted/curve.json").read_text())
+    by = {(s["family"], s["system"]): [p["retention"] for p in s["points"]] for s in curve["series"]}
+    assert len(by) == 6 and (workflow / "results/urd3/scripted/curve.png").stat().st_size > 10_000
+    for name in ("prefs", "code"):
+        assert by[(name, "vanilla")] == [0.0, 0.0, 0.0]
+        oracle, gzip = by[(name, "oracle")], by[(name, "gzip_tail")]
+        assert oracle[0] < oracle[1] <= oracle[2] == 1.0 and gzip[0] < gzip[2] == 1.0
+    # the 120-byte point is the table's `over` cell: built once
+    assert (workflow / "results/urd3/scripted/oracle/prefs/over/raw.jsonl").exists()
+    assert not list((workflow / "results/urd3/scripted/oracle/prefs").glob("b120"))
+    assert "b480" in proc.stdout + proc.stderr or (workflow / "results/urd3/scripted/oracle/prefs/b480").is_dir()

@@ -8,6 +8,8 @@
     python -m urd.rung3.cli control --family prefs --model scripted --sessions A --prompts B --spec S --out raw.jsonl
     python -m urd.rung3.cli summary --model scripted --data D... --raw R... --fiches F... --spec S \\
         --out summary.json --responses responses.jsonl --table table.md
+    python -m urd.rung3.cli curve --model scripted --data D... --raw R... --fiches F... --spec S \\
+        --out curve.json --figure curve.png
 
 `consolidate` reads the session-A view and writes the fiches (rung 1's contract, unchanged);
 `answer` builds the system afresh and reads the session-B view and the fiches, nothing else;
@@ -139,8 +141,19 @@ def cmd_summary(args, spec):
     return f"folded {len(responses)} replies into {args.out}"
 
 
+def cmd_curve(args, spec):
+    from .summary import build, curve, curve_png
+
+    data = {Path(p).stem: _select(read_jsonl(p), spec) for p in args.data}
+    summary, _ = build(spec, args.model, data, args.raw, args.fiches, json.loads(args.static))
+    points = curve(summary)
+    atomic_write_text(args.out, json.dumps(points, indent=1, sort_keys=True) + "\n")
+    curve_png(points, args.figure, args.dpi)
+    return f"wrote the curve of {len(points['series'])} series to {args.out} and {args.figure}"
+
+
 COMMANDS = {"calibrate": cmd_calibrate, "consolidate": cmd_consolidate, "answer": cmd_answer,
-            "control": cmd_control, "summary": cmd_summary}
+            "control": cmd_control, "summary": cmd_summary, "curve": cmd_curve}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -169,11 +182,14 @@ def main(argv: list[str] | None = None) -> int:
     p["consolidate"].add_argument("--split", required=True)
     p["consolidate"].add_argument("--budget", type=int, default=None)
     p["answer"].add_argument("--fiches", required=True)
-    p["summary"].add_argument("--data", nargs="+", required=True, help="the full episodes, one file a family")
-    p["summary"].add_argument("--raw", nargs="+", required=True,
-                              help="raw replies: <root>/control/<family>/raw.jsonl, <root>/<system>/<family>/<split>/raw.jsonl")
-    p["summary"].add_argument("--fiches", nargs="*", default=[], help="each cell's fiches.jsonl")
-    p["summary"].add_argument("--static", default="{}", help="provenance known when the DAG is built (JSON)")
+    for name in ("summary", "curve"):
+        p[name].add_argument("--data", nargs="+", required=True, help="the full episodes, one file a family")
+        p[name].add_argument("--raw", nargs="+", required=True,
+                             help="raw replies: <root>/control/<family>/raw.jsonl, <root>/<system>/<family>/<split>/raw.jsonl")
+        p[name].add_argument("--fiches", nargs="*", default=[], help="each cell's fiches.jsonl")
+        p[name].add_argument("--static", default="{}", help="provenance known when the DAG is built (JSON)")
+    p["curve"].add_argument("--figure", required=True, help="the PNG")
+    p["curve"].add_argument("--dpi", type=int, default=150)
     p["summary"].add_argument("--responses", required=True, help="every judged reply (re-judgeable offline)")
     p["summary"].add_argument("--table", help="the table as Markdown")
     return dispatch(ap.parse_args(argv), COMMANDS, "urd3")

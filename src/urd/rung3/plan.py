@@ -81,7 +81,7 @@ def check(config: dict) -> None:
     for name in u["families"]:
         family(name, u.get("types"), SOURCE)
     for model in u["models"]:
-        systems(config, model)
+        curve_cells(config, model)
 
 
 def spec(config: dict, model: str) -> dict:
@@ -93,3 +93,22 @@ def spec(config: dict, model: str) -> dict:
             "plugins": plugins(config), "system_settings": config.get("system_settings", {}),
             "bootstrap": config["publish"]["bootstrap"], "evaluate_episodes": u.get("evaluate_episodes"),
             "not_run": not_run}
+
+
+def splits(config: dict) -> dict[str, int]:
+    """Every split a cell may have, and its budget: the table's (`budgets`) and the curve's, a
+    curve budget named after a table split of the same size, else `b<bytes>`."""
+    u = config["urd3"]
+    named = {b: n for n, b in u["budgets"].items()}
+    return {**u["budgets"], **{f"b{b}": b for b in u["curve"]["budgets"] if b not in named}}
+
+
+def curve_cells(config: dict, model: str) -> tuple[list[str], list[str]]:
+    """(the curve's systems that have a cell on `model`, the split of each curve budget)."""
+    u = config["urd3"]
+    ran, _ = systems(config, model)
+    named = {b: n for n, b in u["budgets"].items()}
+    unknown = [s for s in u["curve"]["systems"] if s not in u["systems"]]
+    if unknown:
+        raise InputError(SOURCE, "urd3.curve.systems", "systems listed in urd3.systems", unknown[0])
+    return [s for s in u["curve"]["systems"] if s in ran], [named.get(b, f"b{b}") for b in u["curve"]["budgets"]]

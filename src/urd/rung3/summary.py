@@ -156,3 +156,29 @@ def table(summary: dict) -> str:
         out += [f"- {s}: {why}" for s, why in sorted(summary["not_run"].items())]
         out.append("")
     return "\n".join(out)
+
+
+def curve(summary: dict) -> dict:
+    """Retention against budget: one series a family and system, its points ordered by budget."""
+    series = []
+    for name, fam in summary["families"].items():
+        for system, cells in fam["cells"].items():
+            points = sorted(({"budget_bytes": c["budget_bytes"], "fiche_bytes": c.get("fiche_bytes_mean"),
+                              "retention": c["retention"], "ci_low": c["ci_low"], "ci_high": c["ci_high"],
+                              "stale_rate": c["stale_rate"], "split": split}
+                             for split, c in cells.items()), key=lambda p: p["budget_bytes"])
+            series.append({"family": name, "system": system, "label": f"{name}: {system}", "points": points})
+    return {"suite": "urd rung 3", "model": summary["model"], "series": series,
+            "control": {n: f["control"]["score"] for n, f in summary["families"].items()},
+            "payload_bytes": {n: f["payload_bytes"] for n, f in summary["families"].items()},
+            "bootstrap": summary["bootstrap"], "provenance": summary["provenance"]}
+
+
+def curve_png(points: dict, path, dpi: int) -> None:
+    from ..tables.figures import bits_curve_png
+
+    bits_curve_png(points["series"], path, dpi,
+                   f"urd rung 3 on {points['model']}: retention B/A against the fiche budget; payload "
+                   + ", ".join(f"{n} {p['mean']:.0f} B" for n, p in points["payload_bytes"].items()),
+                   title=f"urd rung 3 — retention against budget on {points['model']} (95 % bootstrap CI)",
+                   xlabel="fiche budget (log scale; KB = 1024 B)")

@@ -84,14 +84,20 @@ def retention_png(cells, scale: str, path, dpi: int, footer: str) -> None:
         save_png(fig, path, dpi)
 
 
-def bits_curve_png(series: list[dict], path, dpi: int, footer: str) -> None:
+BITS_TITLE = "urd rung 1 — the bits curve (95 % bootstrap CI; x: undefined, A = 0)"
+BITS_XLABEL = "fiche budget (log scale; KB = 1024 B; full = the whole tuned state, top-k at k = all)"
+
+
+def bits_curve_png(series: list[dict], path, dpi: int, footer: str, title: str = BITS_TITLE,
+                   xlabel: str = BITS_XLABEL) -> None:
     """Retention against fiche budget on a log axis, one line per series (see bits_curve_figure)."""
     with plt.rc_context(STYLE):
-        fig, _, _ = bits_curve_figure(series, dpi, footer)
+        fig, _, _ = bits_curve_figure(series, dpi, footer, title, xlabel)
         save_png(fig, path, dpi)
 
 
-def bits_curve_figure(series: list[dict], dpi: int, footer: str):
+def bits_curve_figure(series: list[dict], dpi: int, footer: str, title: str = BITS_TITLE,
+                      xlabel: str = BITS_XLABEL):
     """Build the bits-curve figure; returns (fig, ax, the 'full' point annotations).
 
     series: [{"label", "points": [{"budget_bytes", "fiche_bytes", "retention", "ci_low", "ci_high"}]}].
@@ -134,9 +140,9 @@ def bits_curve_figure(series: list[dict], dpi: int, footer: str):
         ax.minorticks_off()
         ax.axhline(1.0, color="#999999", linewidth=0.8, linestyle="--")
         ax.yaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
-        ax.set_xlabel("fiche budget (log scale; KB = 1024 B; full = the whole tuned state, top-k at k = all)")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel("retention B/A")
-        ax.set_title("urd rung 1 — the bits curve (95 % bootstrap CI; x: undefined, A = 0)")
+        ax.set_title(title)
         legend = None
         if series:
             legend = ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(0.0, 0.93))
