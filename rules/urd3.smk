@@ -35,10 +35,14 @@ rule urd3_control:
         "results/urd3/{model}/control/{family}/raw.jsonl",
     log:
         "logs/urd3/{model}/control/{family}.log",
+    benchmark:
+        "results/benchmarks/urd3/{model}/control/{family}.tsv"
     wildcard_constraints:
         family="|".join(U3_FAMILIES),
     conda:
         ENV
+    resources:
+        **u3_resources("control"),
     params:
         spec=u3_spec,
         code=U3_CODE,
@@ -56,12 +60,16 @@ rule urd3_consolidate:
         receipt="results/urd3/{model}/{system}/{family}/{split}/fiches.receipt.json",
     log:
         "logs/urd3/{model}/{system}/{family}/{split}.consolidate.log",
+    benchmark:
+        "results/benchmarks/urd3/{model}/{system}/{family}/{split}.consolidate.tsv"
     wildcard_constraints:
         family="|".join(U3_FAMILIES),
         system="[A-Za-z_][A-Za-z0-9_]*",
         split="|".join(U3_BUDGETS),
     conda:
         ENV
+    resources:
+        **u3_resources("consolidate"),
     params:
         spec=u3_spec,
         budget=lambda wc: U3_BUDGETS[wc.split],
@@ -81,12 +89,16 @@ rule urd3_answer:
         receipt="results/urd3/{model}/{system}/{family}/{split}/raw.receipt.json",
     log:
         "logs/urd3/{model}/{system}/{family}/{split}.answer.log",
+    benchmark:
+        "results/benchmarks/urd3/{model}/{system}/{family}/{split}.answer.tsv"
     wildcard_constraints:
         family="|".join(U3_FAMILIES),
         system="[A-Za-z_][A-Za-z0-9_]*",
         split="|".join(U3_BUDGETS),
     conda:
         ENV
+    resources:
+        **u3_resources("answer"),
     params:
         spec=u3_spec,
         code=u3_systems_code,
@@ -103,8 +115,12 @@ rule urd3_summary:
         table="results/urd3/{model}/table.md",
     log:
         "logs/urd3/{model}/summary.log",
+    benchmark:
+        "results/benchmarks/urd3/{model}/summary.tsv"
     conda:
         ENV
+    resources:
+        **u3_resources("summary"),
     params:
         spec=u3_spec,
         static=u3_static,
@@ -121,8 +137,12 @@ rule urd3_curve:
         figure="results/urd3/{model}/curve.png",
     log:
         "logs/urd3/{model}/curve.log",
+    benchmark:
+        "results/benchmarks/urd3/{model}/curve.tsv"
     conda:
         ENV
+    resources:
+        **u3_resources("curve"),
     params:
         spec=u3_spec,
         static=u3_static,

@@ -74,3 +74,20 @@ def u3_curve_inputs(wildcards):
         "raw": expand(f"{root}/{{system}}/{{family}}/{{split}}/raw.jsonl", **cells),
         "fiches": expand(f"{root}/{{system}}/{{family}}/{{split}}/fiches.jsonl", **cells),
     }
+
+
+def u3_resources(step):
+    """A rung-3 job's resources (urd.rung3.plan.resources): CPU seconds for the spend line, memory
+    and wall time for a cluster."""
+
+    def resource(key):
+        return lambda wc: U3.resources(
+            config,
+            wc.model,
+            wc.get("family", U3_FAMILIES[0]),
+            step,
+            wc.get("system"),
+            wc.get("split"),
+        )[key]
+
+    return {k: resource(k) for k in ("cpu_seconds", "mem_mb", "runtime")}

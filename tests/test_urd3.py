@@ -344,3 +344,21 @@ def test_the_documented_preference_type_runs_as_written(tmp_path, monkeypatch):
     assert figures["types"]["weekdays"] == 1.0
     _, _, van = cell("prefs", "vanilla", 120, fam=fam, eps=eps)
     assert score.cell(fam, van)["types"]["weekdays"] == 0.0
+
+
+def test_rung3_jobs_are_priced_by_what_they_read_and_write():
+    import yaml
+
+    from urd.core.config import load_config
+    from urd.rung3 import plan
+
+    config = load_config(REPO / "config/config.yaml")
+    config["urd3"] = yaml.safe_load((REPO / "config/urd3.yaml").read_text())["urd3"]
+    price = lambda *a: plan.cpu_seconds(config, "0.1b", *a)  # measured speeds at the 0.1B shape
+    assert price("prefs", "answer", "gzip_tail", "over") < price("prefs", "answer", "gzip_tail", "sanity")
+    assert price("code", "answer", "vanilla", "over") > price("prefs", "answer", "vanilla", "over")  # longer replies
+    assert price("prefs", "consolidate", "summary", "over") > price("prefs", "consolidate", "gzip_tail", "over")
+    assert price("prefs", "control") > price("prefs", "answer", "vanilla", "over")
+    assert plan.cpu_seconds(config, "scripted", "prefs", "answer", "gzip_tail", "over") < price(
+        "prefs", "answer", "gzip_tail", "over")
+    assert plan.queries(config, "prefs") == 24

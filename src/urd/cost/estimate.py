@@ -59,6 +59,12 @@ def _seconds(config, scale, prefill=0, steps=(), batched=0) -> int:
     return max(1, math.ceil(seconds))
 
 
+def priced_seconds(config: dict, scale: str, prefill: int = 0, steps=(), batched: int = 0) -> int:
+    """A CPU job's seconds at the scale's measured speed (what `cell_cpu_seconds` prices rung 1's
+    jobs by), for the suites that price their own jobs (urd.rung3.plan)."""
+    return _seconds(config, scale, prefill, steps, batched)
+
+
 def step_ms(speed: dict, rows: int) -> float:
     """Milliseconds of one decode step of `rows` rows: decode_ms_per_token at one row, and the
     measured `step_ms` points ([rows, ms], benchmarks/cpu_speed.py) between, linear from point

@@ -112,3 +112,65 @@ def curve_cells(config: dict, model: str) -> tuple[list[str], list[str]]:
     if unknown:
         raise InputError(SOURCE, "urd3.curve.systems", "systems listed in urd3.systems", unknown[0])
     return [s for s in u["curve"]["systems"] if s in ran], [named.get(b, f"b{b}") for b in u["curve"]["budgets"]]
+
+
+# --- what a job costs (the spend line of `snakemake -n`) ---------------------------------------
+# Measured with the World tokenizer on the pinned episodes: a session-A transcript is 1.3 K tokens
+# in both families (1,301 and 1,296 at episode 0), a session-B prompt 25-40.
+TRANSCRIPT_TOKENS = 1400
+PROMPT_TOKENS = 40
+HEADER_TOKENS = 30
+FICHE_BYTES_PER_TOKEN = 3.5
+# The scripted reader runs no model: its jobs are process start-up and text work, 2-4 CPU-seconds
+# each on this project's 2-core machine (`benchmark:` files of a build), the summary's judging and
+# code runs about 10.
+SCRIPTED_SECONDS = {"control": 4, "consolidate": 4, "answer": 4, "summary": 15, "curve": 15}
+
+
+def queries(config: dict, family_name: str) -> int:
+    """Session-B requests of one episode of the family."""
+    u = config["urd3"]
+    kinds = family(family_name, u.get("types"), SOURCE).kinds
+    return sum(u["triggers"] + (u["non_triggers"] if k.scoped else 0) for k in kinds)
+
+
+def cpu_seconds(config: dict, model: str, family_name: str, step: str, system: str | None = None,
+                split: str | None = None) -> int:
+    """CPU seconds of one rung-3 job: on a backbone at its measured speed (urd.cost.estimate), the
+    prefill of what it reads and the batched decode of its replies; on the scripted reader, its
+    measured start-up."""
+    if model == SCRIPTED:
+        return SCRIPTED_SECONDS[step]
+    from ..cost.estimate import lockstep, notes_tokens, priced_seconds
+
+    u = config["urd3"]
+    eps = u.get("evaluate_episodes") or u["episodes"]
+    rows = eps * queries(config, family_name) * (PROMPT_TOKENS + u["decode"][family_name])
+    if step == "control":
+        return priced_seconds(config, model, prefill=eps * TRANSCRIPT_TOKENS, batched=rows)
+    budget = splits(config).get(split) if split else None
+    if step == "answer":
+        fiche = min(TRANSCRIPT_TOKENS, int((budget or 0) / FICHE_BYTES_PER_TOKEN))
+        return priced_seconds(config, model, prefill=eps * (HEADER_TOKENS + fiche), batched=rows)
+    if step == "consolidate":
+        cls = registry.resolve(system, plugins(config), source=SOURCE)
+        if cls.consolidates_from_text:
+            return priced_seconds(config, model)  # no model work: start-up alone
+        written = notes_tokens({**config, "plugins": plugins(config)}, system, budget, model)
+        return priced_seconds(config, model, prefill=eps * TRANSCRIPT_TOKENS,
+                              **(lockstep([written] * eps) if written else {}))
+    return priced_seconds(config, model)
+
+
+def resources(config: dict, model: str, family_name: str, step: str, system: str | None = None,
+              split: str | None = None) -> dict:
+    """A job's resources: its CPU seconds (the spend line), and the memory and wall-time limit a
+    cluster gives it (urd.cost.estimate.job_resources; the scripted reader's jobs hold no model)."""
+    seconds = cpu_seconds(config, model, family_name, step, system, split)
+    if model == SCRIPTED:
+        return {"cpu_seconds": seconds, "mem_mb": 1000, "runtime": 10}
+    from ..cost.estimate import job_resources
+
+    u = config["urd3"]
+    rows = (u.get("evaluate_episodes") or u["episodes"]) * queries(config, family_name)
+    return {"cpu_seconds": seconds, **job_resources(config, model, seconds, rows if step != "consolidate" else 1)}
