@@ -5,6 +5,7 @@ Each is a plug-in as a user would write one from the README; the harness must ca
 
 from __future__ import annotations
 
+import hashlib
 import re
 import typing
 
@@ -288,3 +289,18 @@ class TextStash(MemorySystem):
 
     def context(self, fiche, header):
         return self.text_context(TextStash.kept.get("last", ""), header)
+
+
+class Relay(MemorySystem):
+    """Rung 3: keeps every fiche it reads in session B on its class and answers from all of them:
+    one episode's context would hold the fiches of the episodes read before it."""
+
+    consolidates_from_text = True
+    seen: typing.ClassVar[list] = []  # shared on purpose
+
+    def consolidate(self, transcript, budget_bytes):
+        return f"episode digest: {hashlib.sha256(transcript.encode()).hexdigest()[:12]}".encode()[:budget_bytes]
+
+    def context(self, fiche, header):
+        Relay.seen.append(fiche.decode())
+        return self.text_context("\n".join(Relay.seen), header)

@@ -27,7 +27,7 @@ SEED = 20260807
 SPEC = {"triggers": 2, "non_triggers": 2, "work_turns": {"prefs": 10, "code": 4},
         "distractors": {"prefs": 14, "code": 12}}
 PLUGINS = {"oracle": "urd.rung3.probes:Oracle", "everywhere": "urd.rung3.probes:Everywhere",
-           "first_value": "urd.rung3.probes:FirstValue"}
+           "first_value": "urd.rung3.probes:FirstValue", "codebook": "urd.rung3.probes:Codebook"}
 ALL_KINDS = [k for kinds in BUILTIN.values() for k in kinds]
 
 
@@ -47,7 +47,7 @@ def cell(name: str, system: str, budget: int | None, n: int = 12, fam=None, eps=
     b = [views.session_b(e) for e in eps]
     recs = run.consolidate(registry.build(system, run.no_model("scripted"), PLUGINS), name, a, "x", budget, 10)
     crossing = [(r, fiches.read_one(r)) for r in recs]
-    raw = run.answer(registry.build(system, run.no_model("scripted"), PLUGINS), ScriptedReader(fam), b, crossing)
+    raw = run.answer(lambda: registry.build(system, run.no_model("scripted"), PLUGINS), ScriptedReader(fam), b, crossing)
     return fam, eps, score.judge(fam, eps, raw)
 
 
@@ -71,14 +71,25 @@ def test_each_checker_keeps_its_side_and_refuses_its_counterpart(kind):
 
 # Fixtures written here, apart from the types' own, for the checkers a mistake would hide in.
 OWN = {
-    "distance": (["The walk is 12 km."], ["The walk is 7.5 miles."], ["12 km or 7.5 miles", "far", ""]),
-    "dates": (["on 2026-03-14"], ["on 3/14/2026"], ["on 2026-03-14 or 03/14/2026", "March", ""]),
-    "clock": (["at 18:30"], ["at 6:30 pm", "at 6:30pm"], ["at 18:30 or 6:30 pm", "evening", ""]),
+    "distance": (["The walk is 12 km.", "It is 12km.", "12 kilometres"], ["The walk is 7.5 miles.", "7.5mi"],
+                 ["12 km or 7.5 miles", "far", "", "Tell Miles it is far."]),
+    "dates": (["on 2026-03-14"], ["on 3/14/2026"], ["on 2026-03-14 or 03/14/2026", "March", "", "on 14/03/2026"]),
+    "clock": (["at 18:30", "at 07:45"], ["at 6:30 pm", "at 6:30pm"], ["at 18:30 or 6:30 pm", "evening", "", "at 7:45"]),
+    "layout": (["- a\n- b", "1. a\n2. b", "• a"], ["It is done, and the keys are with Tomas."],
+               ["", "ok", "Yes, fine."]),
+    "lead": (["**TL;DR:** yes.", "TL;DR: yes."], ["In short: yes.", "> In short: yes."], ["Yes.", "", "TL;DR: a\nIn short: b"]),
+    "address": (["Dear Dr. Lindqvist,\nYes.", "Dr. Lindqvist,\nYes."], ["Hi Maria,\nYes.", "Maria,\nYes."],
+                ["Hello,\nYes.", "", "Dear Dr. Maria,"]),
+    "migration_header": (["# generated: do not edit by hand\nx = 1\n"], ["# migration: review before running\n"],
+                         ["# generated: do not edit by hand\n# migration: review before running\n", "x = 1\n", ""]),
+    "output": (["LOG.info('a')\n", "_log.info('a')\n"], ["print('a')\n"], ["LOG.info('a')\nprint('b')\n", "x = 1\n", ""]),
+    "paths": (["p = PurePath('a')\n"], ["p = os.path.join('a', 'b')\n"], ["p = 'a'\n", "", "p = PurePath(os.path.join('a'))\n"]),
     "currency": (["costs €40"], ["costs $43"], ["€40 ($43)", "cheap", ""]),
     "tone": (["Done."], ["Done!"], ["", " \n "]),
-    "naming": (["def read_file(p):\n    pass\n"], ["def readFile(p):\n    pass\n"],
+    "naming": (["def read_file(p):\n    pass\n", "def _read_file(p): pass\ndef __init__(self): pass\ndef read_all(): pass\n"],
+               ["def readFile(p):\n    pass\n", "def _readFile(p): pass\ndef readAll(): pass\n"],
                ["def read(p): pass\n", "x = 1\n", "def read_file(:\n"]),
-    "quotes": (["x = f'{y}'\n"], ['x = f"{y}"\n'], ['x = 1\n', "x = 'a'\ny = \"b\"\n", "x = '"]),
+    "quotes": (["x = f'{y}'\n"], ['x = f"{y}"\n', "x = f\"{t['a']}\"\n"], ['x = 1\n', "x = 'a'\ny = \"b\"\n", "x = '"]),
     "hints": (["def f(a: int, *b: str, **c: int) -> None: pass\n"], ["def f(a, *b, **c): pass\n"],
               ["def f(a: int, b) -> None: pass\n", "def f(a) -> int: pass\n", "x: int = 1\n"]),
     "formatting": (["s = f'{a}'\n"], ["s = '{}'.format(a)\n"], ["s = '%s' % a\n", "s = f'plain'\n", "(("]),
@@ -225,8 +236,8 @@ def test_applying_every_preference_everywhere_scores_zero_on_scoped_types(name):
 def test_keeping_the_first_stated_value_shows_the_stale_rate(name):
     fam, _, first = cell(name, "first_value", 960)
     _, _, oracle = cell(name, "oracle", 960)
-    assert score.cell(fam, first)["stale_rate"] == 1.0
-    assert score.cell(fam, oracle)["stale_rate"] == 0.0
+    assert score.cell(fam, first)["stale_rate"] == 1.0 and score.cell(fam, first)["stale_excess"] > 0.9
+    assert score.cell(fam, oracle)["stale_rate"] == 0.0 and score.cell(fam, oracle)["stale_excess"] <= 0
     assert score.cell(fam, first)["score"] < score.cell(fam, oracle)["score"]
 
 
@@ -289,23 +300,38 @@ def test_an_empty_truncated_or_enormous_reply_is_a_failure_not_a_crash(name, rep
 
 
 def test_code_replies_are_run_apart_and_a_bad_one_costs_only_itself():
-    items = [("def f(x):\n    print('false', flush=True)\n    return x\n", "assert f(1) == 1"),  # its output is not a result
-             ("def g():\n    while True:\n        pass\n", "f()"),
-             ("import os\ndef h():\n    os._exit(3)\n", "f()"),
-             ("def k():\n    return 2\n", "assert f() == 2"),
-             ("def big():\n    return [0] * 10 ** 10\n", "f()"),
-             ("def w(a):\n    return a\n", "assert f(1) == 2"),
-             ("def ok():\n    return 1\n", "assert f() == 1")]
-    assert correctness.run(items, per_reply_s=1) == [True, False, False, True, False, False, True]
+    """Each reply in a process of its own, judged here on what its function returned: output,
+    loops, a swallowed alarm, forks, exits, memory, forged results, reads of the next reply and
+    patched modules cost the reply that does them, and only it."""
+    vowels = next(t for t in C.TASKS if t.words == ("count", "vowels"))
+    right = "def count_vowels(text):\n    return sum(1 for ch in text.lower() if ch in 'aeiou')\n"
+    items = [
+        ("def count_vowels(t):\n    print('[[\"ok\", 3], [\"ok\", 0]]', flush=True)\n"
+         "    return sum(1 for ch in t.lower() if ch in 'aeiou')\n", True),
+        ("def count_vowels(t):\n    while True:\n        pass\n", False),
+        ("import signal\ndef count_vowels(t):\n    signal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
+         "    while True:\n        try:\n            pass\n        except BaseException:\n            pass\n", False),
+        ("import os\ndef count_vowels(t):\n    os.fork()\n    while True:\n        pass\n", False),
+        ("import os\ndef count_vowels(t):\n    os._exit(0)\n", False),
+        ("def count_vowels(t):\n    return [0] * 10 ** 10\n", False),
+        ("import os\nos.write(3, b'[[\"ok\", 1], [\"ok\", 1]]')\ndef count_vowels(t):\n    return 1\n", False),
+        ("import sys\nsys.stdin.readline()\nimport json\njson.dumps = lambda o: '[]'\n" + right, False),
+        ("class A:\n    def __eq__(self, other):\n        return True\ndef count_vowels(t):\n    return A()\n", False),
+        ("def helper(t):\n    return 0\n" + right, True),  # found by name, not by position
+        ("def countVowels(text):\n    return sum(1 for ch in text.lower() if ch in 'aeiou')\n", True),
+        (right, True),
+        (right, True),  # after all of the above, the same reply passes again
+    ]
+    assert correctness.run([(src, vowels) for src, _ in items], per_reply_s=1) == [ok for _, ok in items]
 
 
-def test_the_scripted_readers_code_passes_its_tasks_asserts_on_every_side():
+def test_the_scripted_readers_code_passes_its_tasks_cases_on_every_side():
     fam = family("code")
     items = []
     for task in C.TASKS:
         for s in (0, 1):
             sides = {k.name: s for k in fam.kinds}
-            items.append((fam.write("Write a function that " + task.request + ".", sides), task.asserts))
+            items.append((fam.write("Write a function that " + task.request + ".", sides), task))
     assert all(correctness.run(items))
 
 
@@ -362,3 +388,60 @@ def test_rung3_jobs_are_priced_by_what_they_read_and_write():
     assert plan.cpu_seconds(config, "scripted", "prefs", "answer", "gzip_tail", "over") < price(
         "prefs", "answer", "gzip_tail", "over")
     assert plan.queries(config, "prefs") == 24
+
+
+@pytest.mark.parametrize("name", ["prefs", "code"])
+def test_a_habit_that_reads_the_scope_off_the_request_scores_zero(name):
+    """Always one side, applied only where the request names the scope (a shebang in scripts/
+    only): no memory, so 0 on scoped types too."""
+    fam, eps = episodes(name)
+    raw = []
+    for ep in eps:
+        for q in ep["queries"]:
+            sides = {k.name: 0 for k in fam.kinds if not k.scoped or k.in_scope(q["request"])}
+            raw.append({"episode": ep["episode"], "query_id": q["id"], "response": fam.write(q["request"], sides)})
+    figures = score.cell(fam, score.judge(fam, eps, raw))
+    assert figures["score"] == 0.0 and all(v == 0.0 for v in figures["types"].values())
+    assert figures["stale_excess"] == 0.0 and figures["stale_rate"] > 0.2  # the habit's raw stale rate
+
+
+def test_no_episodes_context_is_built_knowing_another_episodes_fiche():
+    """Relay (tests/cheats.py) keeps every fiche it reads on its class and puts them all in its
+    context: pairs of episodes teach opposite sides, so one fiche would tell its pair's. Each
+    episode's context is built in a process of its own, so each holds its own fiche alone."""
+    from urd.systems import registry
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    try:
+        fam, eps = episodes("prefs", 4)
+        plugins = {"relay": "cheats:Relay"}
+        a, b = [views.session_a(e) for e in eps], [views.session_b(e) for e in eps]
+        recs = run.consolidate(registry.build("relay", run.no_model("scripted"), plugins), "prefs", a, "over", 120, 10)
+        seen = []
+
+        class Capture(ScriptedReader):
+            def replies(self, contexts, prompts):
+                seen.extend(c.text for c in contexts)
+                return super().replies(contexts, prompts)
+
+        run.answer(lambda: registry.build("relay", run.no_model("scripted"), plugins), Capture(fam), b,
+                   [(r, fiches.read_one(r)) for r in recs])
+    finally:
+        sys.path.remove(str(Path(__file__).parent))
+    own = [fiches.read_one(r).decode() for r in recs]
+    assert len(set(own)) == 4
+    for text, mine in zip(seen, own):
+        assert mine in text and not any(other in text for other in own if other != mine)
+
+
+@pytest.mark.parametrize("name", ["prefs", "code"])
+def test_a_codebook_carries_the_whole_set_in_a_few_bytes(name):
+    """The byte budget binds statements carried as text (the oracle's ceiling), not the bits a
+    preference set holds: a system that ships the phrases keeps every episode's set in 4 bytes."""
+    from urd.systems import registry
+
+    fam, eps, recs = cell(name, "codebook", 8)
+    assert score.cell(fam, recs)["score"] == 1.0
+    a = [views.session_a(e) for e in eps]
+    weighed = run.consolidate(registry.build("codebook", run.no_model("scripted"), PLUGINS), name, a, "x", 8, 10)
+    assert all(r["fiche_bytes"] <= 4 for r in weighed)

@@ -51,7 +51,7 @@ def test_the_scripted_table_builds_offline_and_reports_each_system(built):
     table = (built / "results/urd3/scripted/table.md").read_text()
     assert "| oracle |" in table and "state_carry:" in table
     responses = read_jsonl(built / "results/urd3/scripted/responses.jsonl")
-    assert len(responses) == 2 * (6 * 2 + 1) * 12 * 24
+    assert len(responses) == 2 * (7 * 2 + 1) * 12 * 24
     # nothing to redo: the table is a file target
     again = snakemake(built, TARGET, "-n", check=True)
     assert "Nothing to be done" in again.stdout + again.stderr
@@ -73,7 +73,7 @@ def test_the_dag_shows_the_boundary(workflow):
         rule = block.split(":", 1)[0]
         inputs = next((l.split(":", 1)[1] for l in block.splitlines() if l.strip().startswith("input:")), "")
         jobs.setdefault(rule, []).append(inputs)
-    assert len(jobs["urd3_consolidate"]) == len(jobs["urd3_answer"]) == 6 * 2 * 2
+    assert len(jobs["urd3_consolidate"]) == len(jobs["urd3_answer"]) == 7 * 2 * 2
     for inputs in jobs["urd3_answer"]:
         assert "session_b.jsonl" in inputs and "fiches.jsonl" in inputs and "session_a" not in inputs
         assert "prefs.jsonl," not in inputs + "," and "code.jsonl," not in inputs + ","
@@ -111,7 +111,7 @@ def test_a_stash_carries_in_one_process_and_nothing_across_the_boundary(tmp_path
     try:
         recs = run.consolidate(registry.build("stash", run.no_model("scripted"), plugins), "prefs",
                                [views.session_a(e) for e in eps[1:]], "over", 120, 10)
-        raw = run.answer(registry.build("stash", run.no_model("scripted"), plugins), ScriptedReader(fam),
+        raw = run.answer(lambda: registry.build("stash", run.no_model("scripted"), plugins), ScriptedReader(fam),
                          [views.session_b(e) for e in eps[1:]], [(r, fiches.read_one(r)) for r in recs])
     finally:
         sys.path.remove(str(TESTS))

@@ -112,9 +112,8 @@ def cmd_answer(args, spec):
 
     fam = _family(spec, args.family)
     handle = _handle(args, spec, session_b=True)  # loaded and sealed before the plug-in is imported
-    system = build_system(args.system, _spec_system(spec), handle)
-    raw = answer(system, reader_for(args, spec, fam, handle), _select(read_jsonl(args.prompts), spec),
-                 fiches.read(args.fiches))
+    raw = answer(lambda: build_system(args.system, _spec_system(spec), handle), reader_for(args, spec, fam, handle),
+                 _select(read_jsonl(args.prompts), spec), fiches.read(args.fiches))
     atomic_write_jsonl(args.out, labelled(raw))
     return f"wrote {len(raw)} replies to {args.out}"
 

@@ -41,7 +41,8 @@ def _types_tag(config: dict) -> str:
     import hashlib
     import json
 
-    return hashlib.sha256(json.dumps(config["urd3"]["types"], sort_keys=True).encode()).hexdigest()[:12]
+    # in the config's order: the order of the types is the order episodes are drawn in
+    return hashlib.sha256(json.dumps(list(config["urd3"]["types"].items())).encode()).hexdigest()[:12]
 
 
 def data_spec(config: dict) -> dict:
@@ -66,9 +67,9 @@ def systems(config: dict, model: str) -> tuple[list[str], dict[str, str]]:
         elif model == SCRIPTED and not cls.consolidates_from_text:
             not_run[name] = (f"{cls.__name__} consolidates with a model (or carries its state): the scripted "
                              "reader runs none and reads text only")
-        elif model == SCRIPTED and cls.context is MemorySystem.context:
-            not_run[name] = (f"{cls.__name__} answers through the model (answer(), no context()): the scripted "
-                             "reader runs none")
+        elif cls.context is MemorySystem.context:
+            not_run[name] = (f"{cls.__name__} answers through the model itself (answer(), no context()): rung 3 "
+                             "hands each episode's context to the model of the cell")
         else:
             run.append(name)
     return run, not_run

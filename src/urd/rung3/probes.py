@@ -68,3 +68,42 @@ class Everywhere(_Statements):
 class FirstValue(_Statements):
     name = "first_value"
     last = False
+
+
+class Codebook(MemorySystem):
+    """The latest side of every type as two bits (unknown, side 0, side 1) and, for a scoped type,
+    one more (stated with its scope), expanded back into the canonical statements in session B.
+    It ships the family's phrases, as a system built for this benchmark could: 10 types fit in
+    3 bytes. It shows what the byte budget binds: statements carried as text (the oracle's
+    ceiling), not the few bits a preference set holds."""
+
+    name = "codebook"
+    consolidates_from_text = True
+
+    def consolidate(self, transcript, budget_bytes):
+        family = family_of(transcript, self.settings.get("types"))
+        known, bits = known_sides(family, transcript), []
+        for k in family.kinds:
+            side, scoped = known.get(k.name, (None, False))
+            bits += [side is not None, side == 1] + ([scoped] if k.scoped else [])
+        code = int("".join("1" if b else "0" for b in [True, *bits]), 2)  # a leading 1 keeps the length
+        fiche = HEADERS_BY_NAME[family.name] + code.to_bytes((code.bit_length() + 7) // 8, "big")
+        return fiche if budget_bytes is None or len(fiche) <= budget_bytes else b""
+
+    def context(self, fiche, header):
+        if not fiche:
+            return self.text_context("", header)
+        name = next(n for n, b in HEADERS_BY_NAME.items() if fiche.startswith(b))
+        family = load_family(name, self.settings.get("types"))
+        bits = bin(int.from_bytes(fiche[len(HEADERS_BY_NAME[name]):], "big"))[3:]
+        lines, at = [], 0
+        for k in family.kinds:
+            stated, side = bits[at] == "1", int(bits[at + 1])
+            scoped = k.scoped and bits[at + 2] == "1"
+            at += 3 if k.scoped else 2
+            if stated:
+                lines.append(k.statement(side, scoped=scoped))
+        return self.text_context("\n".join(lines), header)
+
+
+HEADERS_BY_NAME = {"prefs": b"P", "code": b"C"}  # the family, in the codebook's first byte

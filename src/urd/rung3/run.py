@@ -14,6 +14,7 @@ import time
 from ..core.errors import InputError, UrdError
 from ..harness.runner import consolidate_cell
 from ..session.handle import ModelHandle
+from . import isolated
 
 
 def no_model(reader: str):
@@ -35,21 +36,27 @@ def consolidate(system, family: str, sessions: list[dict], split: str, budget: i
     return consolidate_cell(system, family, sessions, split, budget, factor, label=f"{system.name}/{family}/{split}")
 
 
-def answer(system, reader, sessions: list[dict], fiche_records: list[tuple[dict, bytes]]) -> list[dict]:
-    """Session B: each episode's context from its fiche alone, every prompt answered by the reader."""
+def answer(build, reader, sessions: list[dict], fiche_records: list[tuple[dict, bytes]]) -> list[dict]:
+    """Session B: each episode's context from its fiche alone, every prompt answered by the reader.
+
+    `build()` makes the system. Each episode's context is built in a process of its own, forked
+    from this one, by a system built there afresh: what a system keeps while it reads one
+    episode's fiche (on the instance, its class or a module) dies with that process, so no
+    episode's context is made knowing another's fiche (pairs of episodes teach opposite sides:
+    one fiche would tell its pair's). The context comes back as plain data (text, state arrays)."""
     started = time.monotonic()
     by_episode = {rec["episode"]: (rec, fiche) for rec, fiche in fiche_records}
-    contexts, prompts, recs = [], [], []
+    contexts, prompts, recs, name = [], [], [], None
     for ep in sessions:
         if ep["episode"] not in by_episode:
             raise InputError("fiches", f"episode {ep['episode']}", "a fiche for every answered episode", "none")
         rec, fiche = by_episode[ep["episode"]]
-        ctx = system.context(fiche, ep["header"])
+        name, ctx = isolated.context(build, fiche, ep["header"], episode=ep["episode"])
         if ctx is None:
-            raise UrdError(f"system {system.name!r} answers through the model (answer(), no context()): "
-                           f"the {reader.name} reader runs none")
+            raise UrdError(f"system {name!r} answers through the model (answer(), no context()): "
+                           f"the {reader.name} reader takes a context")
         if ctx.state is not None and not reader.reads_states:
-            raise UrdError(f"system {system.name!r}: its session B starts from a model state, which the "
+            raise UrdError(f"system {name!r}: its session B starts from a model state, which the "
                            f"{reader.name} reader cannot read")
         contexts.append(ctx)
         prompts.append([q["prompt"] for q in ep["queries"]])
@@ -63,7 +70,7 @@ def answer(system, reader, sessions: list[dict], fiche_records: list[tuple[dict,
             seen = f"{ep['header']}\n[fiche {rec['fiche_sha256']}]\n{q['prompt']}"
             out.append({"episode": ep["episode"], "query_id": q["id"], "prompt_sha256": _digest(seen),
                         "response": reply})
-    print(f"[{system.name}] answered {len(out)} prompts of {len(sessions)} episodes, "
+    print(f"[{name}] answered {len(out)} prompts of {len(sessions)} episodes, "
           f"{time.monotonic() - started:.1f}s", file=sys.stderr, flush=True)
     return out
 

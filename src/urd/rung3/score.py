@@ -5,15 +5,17 @@ are mutually exclusive by construction (urd.data.rung3.kinds.validate). An empty
 enormous reply keeps no side: a failure, never a crash.
 
 Per episode and type:
-- scoped type: discrimination, as T2's: applied on triggers minus applied on non-triggers
-  (applied = keeps the taught side);
 - unscoped type: adherence to the taught side on its triggers, minus the base rate of that side:
   how often the same cell's replies keep it in the episodes that taught the other side. Half the
   episodes teach each side (urd.data.rung3.episodes), so a habit (always one side) scores exactly
-  0: it keeps side s as often where s was taught as where it was not. The base is the cell's,
-  fixed over the bootstrap (its resamples redraw episodes, not the base).
+  0: it keeps side s as often where s was taught as where it was not;
+- scoped type: discrimination, as T2's, of the same corrected adherence: on triggers minus on
+  non-triggers. A habit that reads the scope off the request (a shebang in scripts/ and nowhere
+  else) scores 0 too, and so does applying the taught side everywhere.
+The bases are the cell's, fixed over the bootstrap (its resamples redraw episodes, not the base).
 An episode's score is the mean over its types; a cell's the mean over episodes. Stale rate: of the
-trigger replies of updated types, the share that keep the superseded side.
+trigger replies of updated types, the share that keep the superseded side; `stale_excess` less the
+rate at which that side is kept where it was never stated.
 """
 
 from __future__ import annotations
@@ -66,16 +68,25 @@ def _mean(xs) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
-def base_rates(family: Family, records: list[dict]) -> dict[tuple[str, int], float | None]:
-    """(type, side) -> how often a trigger reply keeps that side in the episodes that taught the other."""
+def base_rates(family: Family, records: list[dict]) -> dict[tuple[str, str, int], float | None]:
+    """(type, trigger or non_trigger, side) -> how often such a reply keeps that side in the
+    episodes that taught the other side: what a reply keeps without having been taught it."""
     out = {}
     for kind in family.kinds:
-        if kind.scoped:
-            continue
-        for side in (0, 1):
-            out[(kind.name, side)] = _mean(r["keeps"][side] for r in records
-                                           if r["type"] == kind.name and r["kind"] == "trigger" and r["side"] != side)
+        for what in ("trigger", "non_trigger"):
+            for side in (0, 1):
+                out[(kind.name, what, side)] = _mean(r["keeps"][side] for r in records if r["type"] == kind.name
+                                                     and r["kind"] == what and r["side"] != side)
     return out
+
+
+def _above_base(rs: list[dict], base: dict, kind: str, what: str) -> float | None:
+    """Applied on `what` replies, minus the base rate of the taught side there."""
+    mine = [r for r in rs if r["kind"] == what]
+    if not mine:
+        return None
+    b = base.get((kind, what, mine[0]["side"]))
+    return None if b is None else _mean(r["applied"] for r in mine) - b
 
 
 def episode_scores(family: Family, records: list[dict]) -> dict[int, dict]:
@@ -89,16 +100,33 @@ def episode_scores(family: Family, records: list[dict]) -> dict[int, dict]:
         types = {}
         for kind in family.kinds:
             rs = by.get((ep, kind.name), [])
-            trig = _mean(r["applied"] for r in rs if r["kind"] == "trigger")
+            trig = _above_base(rs, base, kind.name, "trigger")
             if kind.scoped:
-                non = _mean(r["applied"] for r in rs if r["kind"] == "non_trigger")
+                # discrimination of what was taught: a habit that tells a scope from the request
+                # alone (a shebang in scripts/ only) keeps its side where the other was taught too
+                non = _above_base(rs, base, kind.name, "non_trigger")
                 types[kind.name] = None if trig is None or non is None else trig - non
             else:
-                b = base.get((kind.name, rs[0]["side"])) if rs else None
-                types[kind.name] = None if trig is None or b is None else trig - b
+                types[kind.name] = trig
         scored = [v for v in types.values() if v is not None]
         out[ep] = {"score": _mean(scored), "types": types}
     return out
+
+
+def stale_excess(records: list[dict]) -> float | None:
+    """Of the trigger replies of updated types, the share that keep the superseded side, minus
+    how often the same type's replies keep that side in episodes that never stated it (taught
+    the other side, no update): what the superseded statement added, not the habit."""
+    out = []
+    for r in records:
+        if r["stale"] is None or r["kind"] != "trigger":
+            continue
+        old = r["stale_side"]
+        never = [x["keeps"][old] for x in records if x["type"] == r["type"] and x["kind"] == "trigger"
+                 and x["side"] != old and x["stale_side"] is None]
+        if never:
+            out.append(r["stale"] - _mean(never))
+    return _mean(out)
 
 
 def cell(family: Family, records: list[dict]) -> dict:
@@ -113,6 +141,7 @@ def cell(family: Family, records: list[dict]) -> dict:
         "applied_on_trigger": _mean(r["applied"] for r in records if r["kind"] == "trigger"),
         "applied_on_non_trigger": _mean(r["applied"] for r in records if r["kind"] == "non_trigger"),
         "stale_rate": _mean(stale),
+        "stale_excess": stale_excess(records),
         "stale_queries": len(stale),
         "queries": len(records),
         "empty_replies": sum(r["empty"] for r in records),

@@ -30,15 +30,16 @@ def cell_key(path: str | Path) -> tuple[str, str, str | None]:
 
 
 def run_code(family, episodes: list[dict], records: list[dict]) -> None:
-    """Each code reply's `correct`: its first function passes its task's asserts (run apart)."""
+    """Each code reply's `correct`: its function returns what its task's cases expect (run apart,
+    urd.rung3.correctness)."""
     prompts = {q["id"]: q["prompt"] for ep in episodes for q in ep["queries"]}
     todo = []
     for r in records:
         task = task_of(request_of(prompts[r["query_id"]]))
         r["correct"] = False
         if task is not None and r["parsed"] and parse(r["response"]).body:
-            todo.append((r, source_of(r["response"]), task.asserts))
-    for (r, _, _), ok in zip(todo, correctness.run([(s, a) for _, s, a in todo])):
+            todo.append((r, source_of(r["response"]), task))
+    for (r, _, _), ok in zip(todo, correctness.run([(s, t) for _, s, t in todo])):
         r["correct"] = ok
 
 
@@ -132,14 +133,15 @@ def table(summary: dict) -> str:
                 f"In-session control (score A): {_pct(ctl['score'])}; payload {fam['payload_bytes']['mean']:.0f} B "
                 f"(max {fam['payload_bytes']['max']}); oracle ceiling: "
                 + ", ".join(f"{s} {_pct(v)}" for s, v in fam["oracle_ceiling"].items()), ""]
-        head = ["system", *(f"{s} retention" for s in splits), *(f"{s} stale" for s in splits)]
+        head = ["system", *(f"{s} retention" for s in splits), *(f"{s} stale (above habit)" for s in splits)]
         if name == "code":
             head += [f"{s} correct" for s in splits]
         out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for system, cells in fam["cells"].items():
             row = [system + ("*" if any(c.get("out_of_contract") for c in cells.values()) else "")]
             row += [_ci(cells[s]) if s in cells else "-" for s in splits]
-            row += [_pct(cells[s]["stale_rate"]) if s in cells else "-" for s in splits]
+            row += [f"{_pct(cells[s]['stale_rate'])} ({_pct(cells[s]['stale_excess'])})" if s in cells else "-"
+                    for s in splits]
             if name == "code":
                 row += [_pct(cells[s].get("correct")) if s in cells else "-" for s in splits]
             out.append("| " + " | ".join(row) + " |")

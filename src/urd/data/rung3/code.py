@@ -1,8 +1,8 @@
 """Family C: a codebase's conventions, taught in a review and applied to new Python code.
 
 A request asks for one small function with a stated behaviour ("counts the vowels in a text"),
-drawn from `TASKS`; each task carries the asserts its function must pass (correctness, scored
-apart from the conventions). Checkers read the reply's code with `ast` and `tokenize`: a reply
+drawn from `TASKS`; each task carries the cases its function must pass (correctness, scored
+apart from the conventions: urd.rung3.correctness). Checkers read the reply's code with `ast` and `tokenize`: a reply
 that does not parse keeps no side (it is counted apart, never a crash).
 
 Templates write strings in single quotes; the quotes convention turns them into double ones.
@@ -12,14 +12,23 @@ from __future__ import annotations
 
 import ast
 import io
+import os
 import re
 import tokenize
 from dataclasses import dataclass, field
 
 from .kinds import Preference
 
-LOGGERS = ("logging", "logger", "log", "LOGGER")
+LOGGERS = ("logging", "logger", "log")  # compared in lower case, leading underscores dropped
 LOG_CALLS = ("debug", "info", "warning", "error", "exception", "critical")
+PATH_CLASSES = ("Path", "PurePath", "PosixPath", "WindowsPath", "PurePosixPath", "PureWindowsPath")
+
+
+@dataclass(frozen=True)
+class Raises:
+    """A case's expected outcome: an exception whose class name starts with `prefix`."""
+
+    prefix: str
 
 
 @dataclass(frozen=True)
@@ -29,58 +38,61 @@ class Task:
     args: tuple[tuple[str, str], ...]  # (name, type)
     returns: str
     body: tuple[str, ...]  # lines; markers {emit:MSG}, {join:A|B}, {fmt:TEXT|VAR}, {err}
-    asserts: str  # Python run against the function, bound to `f`
+    cases: tuple[tuple[tuple, object], ...]  # (arguments, the value returned, or Raises)
     error: str | None = None  # the root of the exception class it defines ("NegativeAge")
 
     @property
     def request(self) -> str:
         return f"{self.ask}; name it from the words '{' '.join(self.words)}'"
 
+    @property
+    def names(self) -> tuple[str, str]:
+        """The function's name in either convention (correctness finds it by either)."""
+        w = self.words
+        return "_".join(w), w[0] + "".join(x.capitalize() for x in w[1:])
+
 
 GENERIC = (
     Task("counts the vowels in a text", ("count", "vowels"), (("text", "str"),), "int",
-         ("return sum(1 for ch in text.lower() if ch in 'aeiou')",),
-         "assert f('Banana') == 3\nassert f('xyz') == 0"),
+         ("return sum(1 for ch in text.lower() if ch in 'aeiou')",), ((("Banana",), 3), (("xyz",), 0))),
     Task("returns the initials of a name", ("make", "initials"), (("name", "str"),), "str",
          ("return ''.join(part[0].upper() for part in name.split())",),
-         "assert f('ada lovelace') == 'AL'\nassert f('Grace') == 'G'"),
+         ((("ada lovelace",), "AL"), (("Grace",), "G"))),
     Task("joins words with single spaces", ("join", "words"), (("words", "list[str]"),), "str",
-         ("return ' '.join(words)",), "assert f(['a', 'b']) == 'a b'\nassert f([]) == ''"),
+         ("return ' '.join(words)",), (((["a", "b"],), "a b"), (([],), ""))),
     Task("turns a title into a slug with dashes", ("make", "slug"), (("title", "str"),), "str",
-         ("return '-'.join(title.lower().split())",), "assert f('Hello Big World') == 'hello-big-world'"),
+         ("return '-'.join(title.lower().split())",), ((("Hello Big World",), "hello-big-world"),)),
 )
 EMITTING = (
     Task("sums a list of prices and reports that it did", ("sum", "prices"), (("prices", "list[float]"),),
          "float", ("total = sum(prices)", "{emit:summed the prices}", "return total"),
-         "assert f([1.5, 2.5]) == 4.0\nassert f([]) == 0"),
+         ((([1.5, 2.5],), 4.0), (([],), 0))),
     Task("counts the lines of a text and reports that it did", ("count", "lines"), (("text", "str"),), "int",
          ("count = len(text.splitlines())", "{emit:counted the lines}", "return count"),
-         "assert f('a\\nb') == 2\nassert f('') == 0"),
+         ((("a\nb",), 2), (("",), 0))),
 )
 PATHS = (
     Task("returns the path of a config file inside a folder", ("config", "path"),
          (("folder", "str"), ("name", "str")), "str", ("return {join:folder|name}",),
-         "import os\nassert f('etc', 'app.toml') == os.path.join('etc', 'app.toml')"),
+         ((("etc", "app.toml"), os.path.join("etc", "app.toml")),)),
     Task("returns the path of the backup folder inside a folder", ("backup", "folder"), (("folder", "str"),),
-         "str", ("return {join:folder|'backup'}",),
-         "import os\nassert f('data') == os.path.join('data', 'backup')"),
+         "str", ("return {join:folder|'backup'}",), ((("data",), os.path.join("data", "backup")),)),
 )
 FORMATTING = (
     Task("greets a user by name, as 'Hello, NAME'", ("greet", "user"), (("name", "str"),), "str",
-         ("return {fmt:Hello, |name}",), "assert f('Ada') == 'Hello, Ada'"),
+         ("return {fmt:Hello, |name}",), ((("Ada",), "Hello, Ada"),)),
     Task("labels an amount, as 'Price: AMOUNT'", ("label", "price"), (("amount", "float"),), "str",
-         ("return {fmt:Price: |amount}",), "assert f(2.5) == 'Price: 2.5'"),
+         ("return {fmt:Price: |amount}",), (((2.5,), "Price: 2.5"),)),
 )
-_RAISES = "try:\n    f({bad})\nexcept Exception as exc:\n    assert type(exc).__name__.startswith('{root}')\nelse:\n    raise AssertionError('nothing raised')"
 RAISING = (
     Task("returns an age, raising its own exception class when it is negative", ("checked", "age"),
          (("age", "int"),), "int",
          ("if age < 0:", "    raise NegativeAge{err}('age must not be negative')", "return age"),
-         "assert f(3) == 3\n" + _RAISES.format(bad="-1", root="NegativeAge"), error="NegativeAge"),
+         (((3,), 3), ((-1,), Raises("NegativeAge"))), error="NegativeAge"),
     Task("parses a port number, raising its own exception class when it is out of range", ("parse", "port"),
          (("text", "str"),), "int",
          ("port = int(text)", "if not 0 < port < 65536:", "    raise BadPort{err}(text)", "return port"),
-         "assert f('80') == 80\n" + _RAISES.format(bad="'0'", root="BadPort"), error="BadPort"),
+         ((("80",), 80), (("0",), Raises("BadPort"))), error="BadPort"),
 )
 TASKS = GENERIC + EMITTING + PATHS + FORMATTING + RAISING
 
@@ -106,8 +118,7 @@ class Module:
     error_suffix: str = "Error"
 
     def name(self) -> str:
-        w = self.task.words
-        return "_".join(w) if self.snake else w[0] + "".join(x.capitalize() for x in w[1:])
+        return self.task.names[0 if self.snake else 1]
 
     def _docstring(self) -> list[str]:
         summary = self.task.ask[0].upper() + self.task.ask[1:] + "."
@@ -206,7 +217,9 @@ CAMEL = re.compile(r"^[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+$")
 
 
 def _naming(side, tree, src):
-    names = [f.name for f in functions(tree)]
+    # a helper's leading underscores and the dunder methods say nothing of the convention
+    names = [f.name.lstrip("_") for f in functions(tree) if not (f.name.startswith("__") and f.name.endswith("__"))]
+    names = [n for n in names if "_" in n or not n.islower()]  # one lower-case word fits both
     return names and all((SNAKE if side == 0 else CAMEL).match(n) for n in names)
 
 
@@ -216,12 +229,18 @@ def _string_quotes(src: str) -> list[str] | None:
         toks = list(tokenize.generate_tokens(io.StringIO(src).readline))
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return None
-    out = []
+    out, depth = [], 0
     for tok in toks:
         text = tok.string.lstrip("rbufRBUF")
         kind = tokenize.tok_name.get(tok.type, "")
-        if kind in ("STRING", "FSTRING_START") and text and not text.startswith(('"""', "'''")):
+        # Python 3.12 tokenizes inside an f-string: a string nested there is the f-string's own
+        # business (3.11 sees one STRING token), so both versions read f"{t['a']}" as double
+        if kind == "FSTRING_END":
+            depth -= 1
+        elif kind in ("STRING", "FSTRING_START") and depth == 0 and text and not text.startswith(('"""', "'''")):
             out.append(text[0])
+        if kind == "FSTRING_START":
+            depth += 1
     return out
 
 
@@ -267,7 +286,7 @@ def _calls(tree) -> list[ast.Call]:
 def _output(side, tree, src):
     prints = any(isinstance(c.func, ast.Name) and c.func.id == "print" for c in _calls(tree))
     logs = any(isinstance(c.func, ast.Attribute) and c.func.attr in LOG_CALLS and isinstance(c.func.value, ast.Name)
-               and c.func.value.id in LOGGERS for c in _calls(tree))
+               and c.func.value.id.lstrip("_").lower() in LOGGERS for c in _calls(tree))
     return logs and not prints if side == 0 else prints and not logs
 
 
@@ -275,7 +294,7 @@ def _paths(side, tree, src):
     os_path = any(isinstance(n, ast.Attribute) and n.attr == "path" and isinstance(n.value, ast.Name)
                   and n.value.id == "os" for n in ast.walk(tree))
     os_path |= any(isinstance(n, ast.ImportFrom) and n.module == "os.path" for n in ast.walk(tree))
-    pathlib = any((isinstance(n, ast.Name) and n.id == "Path") or (isinstance(n, ast.Attribute) and n.attr == "Path")
+    pathlib = any((isinstance(n, ast.Name) and n.id in PATH_CLASSES) or (isinstance(n, ast.Attribute) and n.attr in PATH_CLASSES)
                   for n in ast.walk(tree))
     return pathlib and not os_path if side == 0 else os_path and not pathlib
 
@@ -307,7 +326,8 @@ def _leading_comments(src: str) -> list[str]:
 
 def _header(values):
     def decide(side, tree, src):
-        return values[side] in _leading_comments(src)
+        leading = _leading_comments(src)
+        return values[side] in leading and values[1 - side] not in leading
 
     return decide
 
@@ -433,7 +453,7 @@ TYPES = (
         ("In migrations/, add a module: " + _ASK,), on_tree(_header(HEADERS)), _append(HEADERS),
         (_fx(HEADERS[0] + "\nx = 1\n", "#!/usr/bin/env python3\n" + HEADERS[0] + "\nx = 1\n", HEADERS[0] + "\n"),
          _fx(HEADERS[1] + "\nx = 1\n", "#!/usr/bin/env python3\n" + HEADERS[1] + "\nx = 1\n", HEADERS[1] + "\n")),
-        ("", "x = 1\n" + HEADERS[0] + "\n", "x = 1\n"),
+        ("", "x = 1\n" + HEADERS[0] + "\n", HEADERS[0] + "\n" + HEADERS[1] + "\nx = 1\n"),
         _G, scope="in migrations/",
         outside=tuple(f"In {d}, add a module: " + _ASK for d in ELSEWHERE)),
     Preference(

@@ -83,9 +83,14 @@ def _layout(side: int, letter: Letter) -> None:
 
 
 def _first_line(values: tuple[str, str]):
+    """The reply opens by addressing the reader as the side says ("Dear Dr. Lindqvist," too)."""
+
     def check(side: int, reply: str) -> bool:
         ls = lines(reply)
-        return bool(ls) and ls[0] == values[side] + ","
+        if not ls:
+            return False
+        opening = re.sub(r"^(dear|hi|hello)\s+", "", ls[0].strip("*_ "), flags=re.IGNORECASE)
+        return opening == values[side] + ","
 
     return check
 
@@ -100,7 +105,7 @@ def _last_line(values: tuple[str, str]):
 
 def _leading(prefixes: tuple[str, str]):
     def check(side: int, reply: str) -> bool:
-        ls = lines(reply)
+        ls = [re.sub(r"^[*_#> ]+|\*\*|__", "", l) for l in lines(reply)]  # **TL;DR:** counts too
         return any(l.startswith(prefixes[side]) for l in ls) and not any(l.startswith(prefixes[1 - side]) for l in ls)
 
     return check
@@ -112,9 +117,12 @@ def _tone_check(side: int, reply: str) -> bool:
     return sentence and (("!" in reply) == (side == 1))
 
 
+LIST_ITEM = re.compile(r"^([-*•]|\d{1,2}[.)])\s")  # a bullet, or a numbered item
+
+
 def _layout_check(side: int, reply: str) -> bool:
     ls = lines(reply)
-    n = sum(1 for l in ls if l[:2] in ("- ", "* "))
+    n = sum(1 for l in ls if LIST_ITEM.match(l))
     return n >= 1 if side == 0 else n == 0 and any(len(l.split()) >= 4 for l in ls)
 
 
@@ -136,7 +144,7 @@ TYPES = (
     Preference(
         "distance", "prefs", ("km", "miles"), ("give distances in km, not miles", "give distances in miles, not km"),
         ("Tell my friend how far {trip} is: it is {d} long.", "Plan {trip} for me: the route is {d}."),
-        exclusive(r"\bkm\b", r"\bmiles?\b"), choose(r"km \("),
+        exclusive(r"\d\s?(km|kilomet(er|re)s?)\b", r"\d\s?(miles?|mi)\b"), choose(r"km \("),
         (("It is 12 km long.", "Route: 5 km.", "- 42 km in total\n- easy"),
          ("It is 7.5 miles long.", "Route: 3.1 miles.", "- 26.1 miles in total\n- easy")),
         ("", "It is 12 km (7.5 miles) long.", "It is a long way."),
@@ -144,7 +152,7 @@ TYPES = (
     Preference(
         "dates", "prefs", ("iso", "us"), ("write dates as 2026-12-31, not 12/31/2026", "write dates as 12/31/2026, not 2026-12-31"),
         ("Put {event} in my calendar note: it is on {date}.", "Remind me about {event}: it is on {date}."),
-        exclusive(r"\b\d{4}-\d{2}-\d{2}\b", r"\b\d{1,2}/\d{1,2}/\d{4}\b"), choose(r"\d{4}-\d{2}-\d{2} \("),
+        exclusive(r"\b\d{4}-\d{2}-\d{2}\b", r"\b(0?[1-9]|1[0-2])/(0?[1-9]|[12]\d|3[01])/\d{4}\b"), choose(r"\d{4}-\d{2}-\d{2} \("),
         (("It is on 2026-03-14.", "Date: 2027-01-09", "See you 2026-07-21."),
          ("It is on 03/14/2026.", "Date: 01/09/2027", "See you 07/21/2026.")),
         ("", "On 2026-03-14 (03/14/2026).", "Next Tuesday."),
@@ -161,7 +169,7 @@ TYPES = (
     Preference(
         "clock", "prefs", ("24h", "12h"), ("use 24-hour times like 18:30, not 6:30 pm", "use 12-hour times like 6:30 pm, not 18:30"),
         ("Tell me when {event} starts: it starts at {time}.", "Note the time of {event}: {time}."),
-        exclusive(r"\b\d{1,2}:\d{2}\b(?!\s?[ap]\.?m\b)", r"\b\d{1,2}:\d{2}\s?[ap]\.?m\b"), choose(r":\d\d \("),
+        exclusive(r"\b([01]\d|2[0-3]):[0-5]\d\b(?!\s?[ap]\.?m\b)", r"\b\d{1,2}:[0-5]\d\s?[ap]\.?m\b"), choose(r":\d\d \("),
         (("It starts at 18:30.", "Time: 07:45", "At 21:00 sharp."),
          ("It starts at 6:30 pm.", "Time: 7:45 am", "At 9:00 pm sharp.")),
         ("", "At 18:30 (6:30 pm).", "In the evening."),
@@ -214,7 +222,7 @@ TYPES = (
         _first_line(("Dr. Lindqvist", "Maria")), setter("greeting", ("Dr. Lindqvist,", "Maria,")),
         (("Dr. Lindqvist,\nThe report is ready.", "Dr. Lindqvist,\nDone.", "\nDr. Lindqvist,\nYes."),
          ("Maria,\nThe report is ready.", "Maria,\nDone.", "\nMaria,\nYes.")),
-        ("", "Hello,\nDone.", "Dear Dr. Lindqvist,"),
+        ("", "Hello,\nDone.", "Dr. Lindqvist and Maria,\nDone."),
         {"topic": TOPICS}, scope="when you write to my boss",
         outside=tuple(f"Write a short message to my {o}: {{topic}}." for o in OTHERS)),
 )
