@@ -30,6 +30,9 @@ def base(repo):
         (lambda c: c["tasks"]["t1"]["quota"].update(hot=14), "tasks.t1.quota", "== queries"),
         (lambda c: c["train_speed"]["0.1b"].update(tokens_per_s=[[2048]]), "train_speed.0.1b.tokens_per_s",
          "[ctx, tokens a second] pairs"),
+        # a value a job parses is refused when the DAG is built, not at the first job
+        (lambda c: c.update(strategy="gpu fp99"), "strategy", "(fp32|fp16|bf16)"),
+        (lambda c: c.update(strategy="strategy: cpu fp32"), "strategy", "^(cpu|cuda"),
     ],
 )
 def test_bad_values_name_the_key(base, repo, mutate, key, expected):
@@ -53,3 +56,10 @@ def test_broken_yaml_names_the_file(tmp_path, repo):
     p.write_text("episodes: [6\n")
     with pytest.raises(InputError, match=r"c\.yaml: <file>: expected valid YAML"):
         load_config(p, repo / "config/schema.yaml")
+
+
+@pytest.mark.parametrize("strategy", ["cpu fp32", "cuda bf16", "cuda:1 fp16"])
+def test_the_strategies_the_rwkv_package_takes_are_accepted(base, repo, strategy):
+    cfg = copy.deepcopy(base)
+    cfg["strategy"] = strategy
+    assert validate_config(cfg, repo / "config/schema.yaml", source="config/config.yaml")["strategy"] == strategy
