@@ -397,3 +397,23 @@ def test_writeup_findings_are_not_measurable_where_no_retention_is_defined(tmp_p
     text, doc = writeup.build(fx.write(tmp_path / "z.json", summ), "learned", Bootstrap(200, 0.95, 1))
     assert [f["holds"] for f in doc["findings"]] == [None] * 4
     assert text.count("not measurable (no defined retention)") == 4 and "n/a (A = 0)" in text
+
+
+def test_the_interval_is_undefined_only_past_the_share_of_undefined_resamples():
+    """(1 - level) / 2 of the resamples may have A = 0 and the interval still stands: at level 0.5
+    and 40 resamples, 10. With A = [1, 0, 0] and seed 1, exactly 10 resamples miss episode 0."""
+    from urd.tables.bootstrap import Bootstrap, retention_interval
+
+    at = retention_interval([1, 0, 0], [1, 0, 0], Bootstrap(resamples=40, level=0.5, seed=1))
+    assert at.undefined_resamples == 10 and at.low is not None and at.reason is None
+    past = retention_interval([1, 0, 0], [1, 0, 0], Bootstrap(resamples=40, level=0.5, seed=0))
+    assert past.undefined_resamples > 10 and past.low is None and "A = 0" in past.reason
+
+
+def test_an_episode_with_score_a_but_no_score_b_is_left_out_of_the_interval():
+    from urd.tables.retention import episode_pairs
+
+    cell = {"episodes": [{"episode": 1, "score_A": 0.5, "score_B": None},
+                         {"episode": 0, "score_A": 0.8, "score_B": 0.4},
+                         {"episode": 2, "score_A": None, "score_B": 0.3}]}
+    assert episode_pairs(cell) == ([0.8], [0.4])
