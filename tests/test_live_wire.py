@@ -252,6 +252,23 @@ def test_a_create_whose_answer_is_lost_is_not_retried_and_a_rerun_adopts_the_bat
     assert ledgers(tmp_path)[0].in_flight() == [] and not list((tmp_path / "work" / "llm-batches").glob("pending-*"))
 
 
+def test_a_batch_of_the_same_size_with_other_custom_ids_is_not_adopted(server, tmp_path, clean_gate):
+    """The create's answer was lost, and the batch the workspace shows since then, of the same
+    size, carries other custom ids (another run's): it is not ours, so it is not read; the
+    requests go back to the queue and are sent again."""
+    server.fault("late", BATCHES, seconds=3)
+    gate(tmp_path, **{"llm.timeout_s": 1})
+    (made,) = server.api.batches
+    server.api.batches[made] = [(f"other-run-{i}", reply) for i, (_, reply) in enumerate(server.api.batches[made])]
+    time.sleep(3)  # the late answer has gone to a closed socket
+    lines = []
+    again = gate(tmp_path, log=lines.append)
+    assert not any("adopting" in line for line in lines), lines
+    assert any("no message batch carries the requests" in line for line in lines), lines
+    assert again["sets"] == clean_gate[0]["sets"] and again["usage"] == clean_gate[0]["usage"]
+    assert server.creates == clean_gate[1].creates + 1  # the decoy, then ours sent again
+
+
 def test_a_create_that_never_reached_the_api_releases_its_requests_on_the_rerun(server, tmp_path, clean_gate):
     server.fault("refuse", BATCHES)
     first = gate(tmp_path, **{"llm.max_retries": 0})
