@@ -241,3 +241,21 @@ def test_the_estimate_counts_input_tokens_with_the_api_when_asked(monkeypatch):
     graph = {(r.system, r.user) for v in ("move", "trip-alone")
              for r in trip_vs_move.call_graph(s, "reader", v, "production")}
     assert set(paths) == {"/v1/messages/count_tokens"} and len(paths) == len(graph)  # each distinct request once, nothing generated
+
+
+def test_an_attempt_a_transport_cannot_trace_that_times_out_is_billed_at_its_worst_case(monkeypatch):
+    """A transport without httpcore's trace (here a mock) cannot say whether the request went out:
+    an attempt that timed out may have been processed and billed, so each one counts as a lost
+    reply (the ledger holds it at its worst case), never as nothing."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    seen = []
+
+    def handler(request):
+        seen.append(request)
+        raise httpx2.ReadTimeout("no answer", request=request)
+
+    backend = AnthropicBackend(max_retries=1, timeout_s=5, http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+    with pytest.raises(CallFailed) as failed:
+        backend.complete("claude-sonnet-5-5", Request("update", "s", "u", 8))
+    assert len(seen) == 2
+    assert (failed.value.retries, failed.value.lost) == (1, 2)
