@@ -850,9 +850,10 @@ def test_vanilla_sits_at_its_floor_on_the_shipped_model(cfg, shipped):
 def test_the_shipped_model_learns_both_tasks_in_session_on_the_published_episodes(cfg, shipped):
     """The shipped checkpoint, through the benchmark's own load, decode and judge, learns within
     session A on the published episodes: T2 to the issue's target (discrimination_A >= 0.5) in
-    every episode, T1 to a mean score far from 0 (0.308 measured, docs/learned-backbone.md; held
-    at 0.25, a few replies below, since another CPU may decode a marginal token otherwise), each reply in its
-    task's form, so vanilla's floor is not a model that says nothing. A regression in the export,
+    every episode, T1 to the issue's target (score_A >= 0.3; 0.308 measured, docs/learned-backbone.md,
+    and the same 0.308 on every path tried: torch's AVX2 and scalar DEFAULT kernels and one thread on
+    a 2-core machine, AVX512 on another), each reply in its task's form, so vanilla's floor is not a
+    model that says nothing. A regression in the export,
     the loading path or the scoring would read as a model that learns nothing."""
     from urd.backbone.adapter import Backbone
     from urd.data import calibrate
@@ -866,7 +867,7 @@ def test_the_shipped_model_learns_both_tasks_in_session_on_the_published_episode
         ctl = run_control(bb, task, eps, Decode(max_new_tokens=cfg["decode"][task]["max_new_tokens"]))
         scores = [episode_scores(task, [r for r in ctl if r["episode"] == e["episode"]])["score"] for e in eps]
         if task == "t1":
-            assert sum(scores) / len(scores) >= 0.25, scores
+            assert sum(scores) / len(scores) >= 0.3, scores
             # a code or NONE, though a code may run past the 12 characters a value holds, or use up
             # the decode's tokens before its newline, and then parse as none
             code = f"[{t1.ALPHABET}]+"
