@@ -744,22 +744,64 @@ def test_pinned_bytes_pass_by_digest(tmp_path, small_checkpoint, spec, monkeypat
     assert check.check(path.name, m, train, spec)["check"] == "sha256"
 
 
+def _behaviour(t1, t2, below=(0.1, 0.1), targets=(0.0, 0.0)):
+    return {"settings": SMALL, "behaviour": {"t1": t1, "t2": t2, "below": dict(zip(("t1", "t2"), below)),
+                                             "targets": dict(zip(("t1", "t2"), targets))}}
+
+
 def test_other_bytes_pass_by_behaviour_or_are_refused_with_both_figures(tmp_path, small_checkpoint, spec,
                                                                            monkeypatch, capsys):
+    """One-sided: an untrained model (0 on both) passes a pin it is exactly its interval below, and
+    is refused a pin one step further, T2's alone, or a target above it."""
     path, _ = small_checkpoint
     monkeypatch.chdir(path.parent)
     m = _manifest(tmp_path, path.name, "0" * 64)
-    near = {"settings": SMALL, "behaviour": {"t1": 0.05, "t2": 0.0, "tolerance": 0.1}}
-    got = check.check(path.name, m, near, spec)  # an untrained model scores 0 on both
+    got = check.check(path.name, m, _behaviour(0.05, 0.0, below=(0.05, 0.0)), spec)  # at the floor exactly
     assert got["check"] == "behaviour" and got["measured"] == {"t1": 0.0, "t2": 0.0}
-    far = {"settings": SMALL, "behaviour": {"t1": 0.5, "t2": 0.0, "tolerance": 0.1}}
+    assert got["floor"] == {"t1": 0.0, "t2": 0.0} and got["pinned"] == {"t1": 0.05, "t2": 0.0}
+    for refused in (_behaviour(0.5, 0.0), _behaviour(0.0, 0.2), _behaviour(0.0, 0.0, targets=(0.3, 0.0))):
+        with pytest.raises(InputError):
+            check.check(path.name, m, refused, spec)
     stamp, result = tmp_path / "stamp", tmp_path / "check.json"
     rc = check.main([path.name, "--manifest", str(m), "--stamp", str(stamp), "--check", str(result),
-                     "--train", json.dumps(far), "--spec", json.dumps(spec)])
+                     "--train", json.dumps(_behaviour(0.5, 0.0)), "--spec", json.dumps(spec)])
     failed = [ln for ln in capsys.readouterr().err.splitlines() if "FAILED" in ln]
     assert rc == 1 and not stamp.exists() and not result.exists()
     assert len(failed) == 1 and path.name in (line := failed[0])  # one line, naming the file
-    assert "T1 held-out score_A 0.000 (pinned run 0.500)" in line and "0" * 64 in line
+    assert "T1 held-out score_A 0.000 (pinned run 0.500, at least 0.400)" in line and "0" * 64 in line
+    assert "T2 held-out score_A 0.000 (pinned run 0.000, at least 0.000)" in line
+
+
+def test_a_checkpoint_with_no_pin_is_refused_not_judged_by_behaviour(tmp_path, small_checkpoint, spec, monkeypatch):
+    """Only other bytes than the pin's fall through to the behaviour check: a file the manifest
+    does not name at all is refused, however well it does."""
+    path, _ = small_checkpoint
+    monkeypatch.chdir(path.parent)
+    m = tmp_path / "empty.sha256"
+    m.write_text("")
+    with pytest.raises(InputError, match="a manifest line") as err:
+        check.check(path.name, str(m), _behaviour(0.0, 0.0), spec)
+    assert "held-out" not in str(err.value)
+
+
+def test_a_checkpoint_below_t1s_target_is_refused_at_use(cfg, spec, shipped, tmp_path):
+    """The shipped checkpoint under a pin its bytes do not match (as a re-derived one would be) is
+    admitted by what it does against the shipped figures; against a pinned T1 whose floor is above
+    what it does (0.40, less its interval's 0.041: 0.359 > 0.329) it is refused, in one line naming
+    both tasks' figures."""
+    import shutil
+
+    train = cfg["backbones"]["learned"]["train"]
+    copy = tmp_path / shipped.name
+    shutil.copy(shipped, copy)
+    m = _manifest(tmp_path, str(copy), "0" * 64)
+    admitted = check.check(str(copy), m, train, spec)
+    assert admitted["check"] == "behaviour" and admitted["measured"]["t1"] >= 0.3
+    higher = {**train, "behaviour": {**train["behaviour"], "t1": 0.40}}
+    with pytest.raises(InputError) as err:
+        check.check(str(copy), m, higher, spec)
+    assert "T1 held-out score_A 0.329 (pinned run 0.400, at least 0.359)" in str(err.value)
+    assert "T2 held-out score_A" in str(err.value) and "\n" not in str(err.value)
 
 
 # --- the shipped file -----------------------------------------------------------------------------

@@ -417,3 +417,13 @@ def test_an_episode_with_score_a_but_no_score_b_is_left_out_of_the_interval():
                          {"episode": 0, "score_A": 0.8, "score_B": 0.4},
                          {"episode": 2, "score_A": None, "score_B": 0.3}]}
     assert episode_pairs(cell) == ([0.8], [0.4])
+
+
+def test_the_writeup_says_which_check_admitted_the_checkpoint():
+    from urd.tables.writeup import checkpoint_line
+
+    assert "SHA-256 pin" in checkpoint_line({"check": "sha256", "sha256": "ab"})
+    line = checkpoint_line({"check": "behaviour", "measured": {"t1": 0.31, "t2": 0.95},
+                            "pinned": {"t1": 0.329, "t2": 0.969}, "floor": {"t1": 0.3, "t2": 0.941}})
+    assert "admitted by behaviour" in line
+    assert "T1 0.310 (pinned 0.329, at least 0.300), T2 0.950 (pinned 0.969, at least 0.941)" in line

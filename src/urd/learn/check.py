@@ -7,10 +7,14 @@ A checkpoint whose bytes match the pin (calibration/backbones.sha256) passes as 
 input does. One trained here on another machine or torch may differ in bytes (floating-point
 sums are not promised bitwise across CPUs); it then passes if its held-out in-session control
 (urd's own judges; on the training record's held-out episodes, or with `behaviour.episodes` on
-that many held-out episodes no run evaluates, `urd.learn.stream.FRESH`) is within the stated
-tolerance of the pinned checkpoint's on both tasks. Either way the stamp is written with the file's actual digest and CHECK.json
-says which check passed and with what figures (the summary carries it); a checkpoint that fails
-both is refused in one line naming the file and both figures, and no stamp is written.
+that many held-out episodes no run evaluates, `urd.learn.stream.FRESH`) is, on both tasks, no
+further below the pinned checkpoint's than `behaviour.below` (the lower side of the pinned run's
+own 95 % interval there) and not below the task's target (`behaviour.targets`). The check is one
+sided: a model that does better passes. Only a digest mismatch falls through to it; a file with
+no pin at all is refused. Either way the stamp is written with the file's actual digest and
+CHECK.json says which check passed and with what figures (the summary and writeup carry it); a
+checkpoint that fails both is refused in one line naming the file and both tasks' figures, and no
+stamp is written.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ import sys
 from ..core.errors import DigestMismatch, InputError, UrdError
 from ..core.io import atomic_write_json, atomic_write_text, sha256_file
 from ..core.manifest import verify_file
+
+TASKS = ("t1", "t2")
 
 
 def behaviour(checkpoint: str, train: dict, spec: dict) -> dict[str, float]:
@@ -39,22 +45,31 @@ def behaviour(checkpoint: str, train: dict, spec: dict) -> dict[str, float]:
     return {t: scores[t]["score_A"] for t in ("t1", "t2")}
 
 
+def floor(want: dict, task: str) -> float:
+    """The least held-out score a checkpoint with other bytes may have on `task`: the pinned
+    score less the pinned run's own interval below it, and never under the task's target."""
+    return max(want[task] - want["below"][task], want["targets"][task])
+
+
 def check(checkpoint: str, manifest: str, train: dict, spec: dict) -> dict:
     """{"check": "sha256" | "behaviour", ...}; raises UrdError when neither passes."""
     try:
         return {"check": "sha256", "sha256": verify_file(manifest, checkpoint)}
-    except DigestMismatch as exc:
+    except DigestMismatch as exc:  # other bytes than the pin's: judged by what they do
         pinned_digest = str(exc)
     want = train["behaviour"]
     got = behaviour(checkpoint, train, spec)
-    tol = want["tolerance"]
-    far = {t: (got[t], want[t]) for t in ("t1", "t2") if got[t] is None or abs(got[t] - want[t]) > tol}
-    figures = ", ".join(f"{t.upper()} held-out score_A {_f(got[t])} (pinned run {want[t]:.3f})" for t in ("t1", "t2"))
-    if far:
-        raise InputError(checkpoint, "checkpoint", f"the pinned bytes, or held-out score_A within {tol} of the "
-                         "pinned run's", f"neither: {pinned_digest}; {figures}")
-    return {"check": "behaviour", "sha256": sha256_file(checkpoint), "tolerance": tol,
-            "measured": got, "pinned": {t: want[t] for t in ("t1", "t2")}, "differs": pinned_digest}
+    floors = {t: floor(want, t) for t in TASKS}
+    low = [t for t in TASKS if got[t] is None or got[t] < floors[t]]
+    figures = ", ".join(f"{t.upper()} held-out score_A {_f(got[t])} (pinned run {want[t]:.3f}, at least "
+                        f"{floors[t]:.3f})" for t in TASKS)
+    if low:
+        raise InputError(checkpoint, "checkpoint", "the pinned bytes, or held-out score_A on both tasks no further "
+                         "below the pinned run's than its own interval and not below the target",
+                         f"neither: {pinned_digest}; {figures}")
+    return {"check": "behaviour", "sha256": sha256_file(checkpoint), "measured": got, "floor": floors,
+            "pinned": {t: want[t] for t in TASKS}, "below": dict(want["below"]), "targets": dict(want["targets"]),
+            "differs": pinned_digest}
 
 
 def _f(x) -> str:
@@ -77,9 +92,10 @@ def main(argv=None) -> int:
         return 1
     if result["check"] == "behaviour":
         m, p = result["measured"], result["pinned"]
+        f = result["floor"]
         print(f"{a.checkpoint}: bytes differ from the pin; checked by behaviour instead: held-out score_A "
-              f"T1 {m['t1']:.3f} (pinned {p['t1']:.3f}), T2 {m['t2']:.3f} (pinned {p['t2']:.3f}), "
-              f"within {result['tolerance']}", file=sys.stderr)
+              f"T1 {m['t1']:.3f} (pinned {p['t1']:.3f}, at least {f['t1']:.3f}), T2 {m['t2']:.3f} "
+              f"(pinned {p['t2']:.3f}, at least {f['t2']:.3f})", file=sys.stderr)
     else:
         print(f"verified {a.checkpoint} against {a.manifest}", file=sys.stderr)
     atomic_write_json(a.check, result)

@@ -112,6 +112,16 @@ def findings(cells: dict, systems: list[str]) -> list[dict]:
     return out
 
 
+def checkpoint_line(checked: dict | None) -> str:
+    """Which check admitted the checkpoint at use (urd.learn.check): its pin, or what it does."""
+    if not checked or checked.get("check") == "sha256":
+        return "Checkpoint: admitted by its SHA-256 pin (calibration/backbones.sha256)."
+    m, p, f = checked["measured"], checked["pinned"], checked["floor"]
+    return ("Checkpoint: its bytes differ from the pin; admitted by behaviour, held-out score_A "
+            + ", ".join(f"{t.upper()} {m[t]:.3f} (pinned {p[t]:.3f}, at least {f[t]:.3f})" for t in ("t1", "t2"))
+            + ".")
+
+
 def build(summary_path: str, scale: str, boot: Bootstrap) -> tuple[str, dict]:
     src = load(summary_path, scale)
     cells = {(c.system, c.task, c.split): c for c in build_cells(src, None, boot)}
@@ -140,12 +150,14 @@ def build(summary_path: str, scale: str, boot: Bootstrap) -> tuple[str, dict]:
     for task, name in (("t1", "T1 score_A"), ("t2", "T2 discrimination_A")):
         m = ctl[task]
         lines.append(f"- {name}: {_pct(m['mean'])} [{_pct(m['low'])}, {_pct(m['high'])}] over {m['n_episodes']} episodes")
+    lines += ["", checkpoint_line(src.data.get("provenance", {}).get("checkpoint_check"))]
     found = findings(cells, systems)
     lines += ["", "The write-up's findings that hold at both of its scales, measured here:", ""]
     verdicts = {True: "holds", False: "does not hold", None: "not measurable (no defined retention)"}
     lines += [f"{n}. **{f['finding']}**: {verdicts[f['holds']]} ({f['detail']})" for n, f in enumerate(found, 1)]
     lines += ["", f"Source: {src.line()}", ""]
     doc = {"scale": scale, "summary": summary_path, "summary_sha256": src.sha256, "bootstrap": boot.as_dict(),
+           "checkpoint_check": src.data.get("provenance", {}).get("checkpoint_check"),
            "rows": rows, "control": ctl, "findings": found, "writeup_01b_pct": WRITEUP_01B}
     return "\n".join(lines), doc
 
