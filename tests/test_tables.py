@@ -427,3 +427,12 @@ def test_the_writeup_says_which_check_admitted_the_checkpoint():
                             "pinned": {"t1": 0.329, "t2": 0.969}, "floor": {"t1": 0.3, "t2": 0.941}})
     assert "admitted by behaviour" in line
     assert "T1 0.310 (pinned 0.329, at least 0.300), T2 0.950 (pinned 0.969, at least 0.941)" in line
+
+
+def test_the_control_line_splits_t1_by_key_kind():
+    from urd.tables.writeup import hot_cold
+
+    control = {"episodes": {"0": {"seen": 20, "correct": 7, "cold": 5, "cold_correct": 1},
+                            "1": {"seen": 20, "correct": 4, "cold": 5, "cold_correct": 0}}}
+    assert hot_cold(control) == " (hot keys 10/30, cold keys 1/10)"
+    assert hot_cold({"episodes": {"0": {"seen": 20, "correct": 7, "cold_correct": 1}}}) == ""  # an older summary

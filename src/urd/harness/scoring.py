@@ -60,6 +60,7 @@ def episode_scores(task: str, records: list[dict]) -> dict:
             "score": correct / len(seen) if seen else None,  # no seen-key query: no recall to score
             "correct": correct,
             "seen": len(seen),
+            "cold": sum(r["kind"] == "cold" for r in seen),
             "cold_correct": sum(r["verdict"] == "correct" for r in seen if r["kind"] == "cold"),
             "confabulation": (sum(r["verdict"] == "confabulated" for r in unseen) / len(unseen)) if unseen else None,
         }

@@ -112,6 +112,17 @@ def findings(cells: dict, systems: list[str]) -> list[dict]:
     return out
 
 
+def hot_cold(control: dict) -> str:
+    """T1's in-session recall split by key kind: the hot keys (shown 5 times, 15 of a published
+    episode's 20 seen-key queries) and the cold (shown once), from the control's episodes."""
+    eps = [e for e in control.get("episodes", {}).values() if "cold" in e]
+    if not eps:
+        return ""
+    cold, cold_ok = sum(e["cold"] for e in eps), sum(e["cold_correct"] for e in eps)
+    hot, hot_ok = sum(e["seen"] for e in eps) - cold, sum(e["correct"] for e in eps) - cold_ok
+    return f" (hot keys {hot_ok}/{hot}, cold keys {cold_ok}/{cold})"
+
+
 def checkpoint_line(checked: dict | None) -> str:
     """Which check admitted the checkpoint at use (urd.learn.check): its pin, or what it does."""
     if not checked or checked.get("check") == "sha256":
@@ -149,7 +160,9 @@ def build(summary_path: str, scale: str, boot: Bootstrap) -> tuple[str, dict]:
               "denominator of every cell:", ""]
     for task, name in (("t1", "T1 score_A"), ("t2", "T2 discrimination_A")):
         m = ctl[task]
-        lines.append(f"- {name}: {_pct(m['mean'])} [{_pct(m['low'])}, {_pct(m['high'])}] over {m['n_episodes']} episodes")
+        split = hot_cold(src.data.get("control", {}).get("t1", {})) if task == "t1" else ""
+        lines.append(f"- {name}: {_pct(m['mean'])} [{_pct(m['low'])}, {_pct(m['high'])}] over "
+                     f"{m['n_episodes']} episodes{split}")
     lines += ["", checkpoint_line(src.data.get("provenance", {}).get("checkpoint_check"))]
     found = findings(cells, systems)
     lines += ["", "The write-up's findings that hold at both of its scales, measured here:", ""]
