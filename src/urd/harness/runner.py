@@ -245,10 +245,9 @@ def judge(task: str, episode: dict, query: dict, reply: str) -> dict:
     return judge_t2(query, reply, episode["rule"]["marker"])
 
 
-def judge_cell(task: str, episodes: list[dict], raw: list[dict], fiche_records: list[dict] | None = None,
-               system: str = "control", split: str | None = None, source: str = "raw replies") -> list[dict]:
-    """responses.jsonl records: every query of `episodes` exactly once, judged against the data.
-    A missing, duplicated or unknown reply is an error naming `source` and the query."""
+def joined(episodes: list[dict], raw: list[dict], source: str = "raw replies") -> list[tuple[dict, dict, dict]]:
+    """(episode, query, its raw reply) for every query of `episodes`, in order. A missing,
+    duplicated or unknown reply is an error naming `source` and the query."""
     replies: dict[str, dict] = {}
     for r in raw:
         if r["query_id"] in replies:
@@ -262,12 +261,19 @@ def judge_cell(task: str, episodes: list[dict], raw: list[dict], fiche_records: 
     extra = sorted(set(replies) - {q["id"] for _, q in wanted})
     if extra:
         raise InputError(source, "query_id", "only the evaluated queries", f"{len(extra)} others (first: {extra[0]})")
+    return [(ep, q, replies[q["id"]]) for ep, q in wanted]
+
+
+def judge_cell(task: str, episodes: list[dict], raw: list[dict], fiche_records: list[dict] | None = None,
+               system: str = "control", split: str | None = None, source: str = "raw replies") -> list[dict]:
+    """responses.jsonl records: every query of `episodes` exactly once, judged against the data.
+    A missing, duplicated or unknown reply is an error naming `source` and the query."""
+    wanted = joined(episodes, raw, source)
     weighed = {}
     if fiche_records is not None:
         weighed = {rec["episode"]: rec for rec in fiche_records}
     out = []
-    for ep, q in wanted:
-        r = replies[q["id"]]
+    for ep, q, r in wanted:
         if r["episode"] != ep["episode"]:
             raise InputError(source, f"query {q['id']}: episode", ep["episode"], r["episode"])
         rec = {"task": task, "episode": ep["episode"], "query_id": q["id"], "kind": q["kind"],

@@ -22,31 +22,18 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..core.errors import InputError
 from ..data.rung3 import Family
 from ..data.rung3.code import parse
+from ..harness.runner import joined
 
 MAX_REPLY_CHARS = 20_000  # a reply past this keeps no side (counted as `cut_replies`)
 
 
 def judge(family: Family, episodes: list[dict], raw: list[dict], source: str = "raw replies") -> list[dict]:
     """One record per evaluated query: the reply joined with what was taught, both checks."""
-    replies: dict[str, dict] = {}
-    for r in raw:
-        if r["query_id"] in replies:
-            raise InputError(source, f"query {r['query_id']}", "one reply per query", "a duplicate")
-        replies[r["query_id"]] = r
-    wanted = [(ep, q) for ep in episodes for q in ep["queries"]]
-    missing = [q["id"] for _, q in wanted if q["id"] not in replies]
-    if missing:
-        raise InputError(source, "query_id", f"a reply to each of the {len(wanted)} evaluated queries",
-                         f"{len(missing)} missing (first: {missing[0]})")
-    extra = sorted(set(replies) - {q["id"] for _, q in wanted})
-    if extra:
-        raise InputError(source, "query_id", "only the evaluated queries", f"{len(extra)} others (first: {extra[0]})")
     out = []
-    for ep, q in wanted:
-        reply = replies[q["id"]]["response"]
+    for ep, q, r in joined(episodes, raw, source):
+        reply = r["response"]
         if not isinstance(reply, str):
             reply = ""
         kind = family.kind(q["type"])
