@@ -14,7 +14,7 @@ from fake_messages_api import FakeMessagesAPI
 
 from urd.agentmem.runtime import RUN_MARKER, NotConfirmed, build_llm, routes_for
 from urd.core.errors import InputError
-from urd.core.io import sha256_file
+from urd.core.io import pretty_json, sha256_file
 from urd.core.manifest import read_manifest
 from urd.llm import Meter
 from urd.planting import arms, judge, prompts, render, report, suite, world
@@ -364,6 +364,26 @@ def test_every_decision_shows_the_motivation_and_a_plant_worded_into_it_trips_th
     decide = [q for q in recorded if q.purpose == "decide"]
     assert len(decide) == 4 * 6 * 6 and all("<motivation" in q.user for q in decide)
     assert sum(f"keep {tomas['plants']['wound']['specific']}" in q.user for q in decide) == 4 * 6
+
+
+GOLDEN = REPO / "tests/golden/planting-scripted-seeds-1.json"
+
+
+def golden_report(tmp_path, monkeypatch) -> str:
+    """A scripted one-seed run's report, free of this machine's paths: the config's relative paths
+    resolve from the repository, and the world's folder (a temporary one) is dropped."""
+    monkeypatch.chdir(REPO)
+    base = settings_mod.load(REPO / "config/agentmem.yaml")
+    s = settings_mod.with_overrides(base, {"work_dir": str(tmp_path / "work"), "planting.world.seeds": 1})
+    one = tmp_path / "world.jsonl"
+    world.write_world(one, MASTER_SEED, world.Shape(seeds=1), world.load_roster())
+    out = suite.run_suite("scripted", s, world_path=one, **QUIET)
+    out["world"]["path"] = one.name
+    return pretty_json(out)
+
+
+def test_the_scripted_planting_report_is_byte_identical_to_the_stored_one(tmp_path, monkeypatch):
+    assert golden_report(tmp_path, monkeypatch) == GOLDEN.read_text()
 
 
 def test_the_gate_bar_is_a_share_of_the_seeds():
