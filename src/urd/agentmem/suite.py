@@ -55,6 +55,7 @@ trip-vs-move (this room), planting (:mod:`urd.planting.suite`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
@@ -256,16 +257,19 @@ def _ceiling_stop(opened: Run, ceiling: float | None, where: str) -> Stop | None
 
 def estimate(suite: Suite, settings: Settings, routes: Routes, *, profile=None, count=None) -> Estimate | None:
     """What the suite will cost: its ``price`` over its scripted twin's call graph."""
-    def graph(key: Hashable = None) -> list:
-        def scripted(scratch: Settings, tmp: Path, recorded: list) -> str | None:
-            twin = suite.twin(scratch, tmp)
-            ctx = open_run(scratch, twin.routes(SCRIPTED_MODEL, scratch, {}), ceiling_usd=None, record=recorded)
-            twin.prepare()
-            units = twin.units()
-            units = units if key is None else [next(u for u in units if u.graph == key)]
-            stops = [d.stop for d in (run_unit(twin, ctx, u) for u in units) if d.stop is not None]
-            return twin.why(stops[0]) if stops else None
+    return suite.price(settings, routes, functools.partial(call_graph, suite, settings), profile=profile, count=count)
 
-        return scripted_calls(settings, (suite.name, *suite.key, key), scripted, stopped=suite.unpriced)
 
-    return suite.price(settings, routes, graph, profile=profile, count=count)
+def call_graph(suite: Suite, settings: Settings, key: Hashable = None) -> list:
+    """Every request the suite's scripted twin makes (offline, free; computed once): the units
+    whose graph is ``key``, one of them, or with no key every unit."""
+    def scripted(scratch: Settings, tmp: Path, recorded: list) -> str | None:
+        twin = suite.twin(scratch, tmp)
+        ctx = open_run(scratch, twin.routes(SCRIPTED_MODEL, scratch, {}), ceiling_usd=None, record=recorded)
+        twin.prepare()
+        units = twin.units()
+        units = units if key is None else [next(u for u in units if u.graph == key)]
+        stops = [d.stop for d in (run_unit(twin, ctx, u) for u in units) if d.stop is not None]
+        return twin.why(stops[0]) if stops else None
+
+    return scripted_calls(settings, (suite.name, *suite.key, key), scripted, stopped=suite.unpriced)

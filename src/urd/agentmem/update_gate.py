@@ -6,12 +6,13 @@ from __future__ import annotations
 import copy
 import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 from .. import __version__
 from ..core.errors import InputError
 from ..cost import agentmem as estimate_mod
 from ..data.agentmem.pair_sets import load_set_rows, set_info
-from ..llm import SCRIPTED_MODEL, CallFailed, CeilingReached, RequestRefused, Routes
+from ..llm import SCRIPTED_MODEL, Routes
 from ..llm import purposes as P
 from ..stores import registry
 from ..stores.base import StoreFailed, StoreRun
@@ -20,9 +21,11 @@ from ..stores.reference.gates import CHANGES, GATES
 from ..stores.reference.probes import PairProbe
 from ..stores.registry import REFERENCE
 from ..stores.settings import Settings
-from .runtime import FREE_REMARK, label_store, open_run, routes_for, scripted_calls, store_estimate
+from .runtime import is_live, label_store, store_estimate
 from .scoring import STORE_GATE, score_set, score_store_set
 from .scripted import ScriptedTable
+from .suite import Outcome, Stop, Suite, Unit, run
+from .suite import estimate as suite_estimate
 
 SUITE = "update-gate"
 REPORT_VERSION = 1
@@ -60,6 +63,118 @@ def prefetch_in_batches(llm, rows_by_set: Mapping[str, list[dict]], samples: int
     return sent + second
 
 
+class UpdateGate(Suite):
+    """The suite on the runner: one unit (the ceiling is the whole run's), a sample a pair, asked N times."""
+
+    name, ceiling_key = SUITE, "max_usd_update_gate"
+
+    def __init__(self, settings: Settings, model: str, *, store: str = REFERENCE, samples: int | None = None,
+                 log: Callable[[str], None] = lambda line: None):
+        self.about = registry.describe(store, settings.store_plugins)
+        self.s, self.model, self.store, self.log = settings, model, store, log
+        self.n = samples or settings.raw["update_gate"]["samples"]
+        self.key = (self.n, store)
+        self.unpriced = f"store {store} cannot run offline on the scripted arm"
+
+    def checked(self) -> UpdateGate:
+        """The suite once its inputs are read: before anything is estimated (an estimate alone
+        reads them only if it runs the scripted twin)."""
+        if not self.about["update_decision"]:
+            raise InputError(f"store {self.store}", registry.UPDATE_DECISION,
+                             "a store with an update decision: the update-gate suite does not measure one without it")
+        self.rows_by_set = load_set_rows(self.s.calibration_dir)
+        self.info = set_info(self.s.calibration_dir)
+        return self
+
+    def units(self) -> list[Unit]:
+        # a plug-in store gets an empty folder; the reference store's decision is a call, with none
+        folder = None if self.store == REFERENCE else self.s.work_dir / "stores" / SUITE / self.model / f"store-{self.store}"
+        return [Unit("all", ledger_target(self.model, self.store), folder)]
+
+    def start(self, unit: Unit, run) -> dict:
+        state = {"llm": run.llm, "memory": None}
+        if self.store != REFERENCE:
+            state["memory"] = registry.resolve(self.store, self.s.store_plugins)(
+                StoreRun(run.dir, run.llm, "update-gate", self.s))
+        elif self.s.raw["llm"]["batches"] and is_live(run.llm.routes):
+            sent = prefetch_in_batches(run.llm, self.rows_by_set, self.n, self.s, self.log)
+            self.log(f"{sent} calls sent in Message Batches (half the list price)")
+        return state
+
+    def samples(self, unit: Unit, state: dict):
+        for name, rows in self.rows_by_set.items():
+            for row in rows:
+                yield f"{name}/{row['id']}", (name, row)
+            self.log(f"{name}: {len(rows)} pairs asked")
+
+    def ask(self, state: dict, sample) -> tuple[str, dict]:
+        name, row = sample
+        replicas = [f"{name}/{row['id']}/sample-{s}" for s in range(1, self.n + 1)]
+        if self.store == REFERENCE:
+            got = [ask_sample(state["llm"], row, max_tokens=self.s.max_tokens, replica=r) for r in replicas]
+        else:
+            got = [self._decided(state["memory"], row, r) for r in replicas]
+        return name, {**row, "samples": got}
+
+    def _decided(self, memory, row: Mapping, replica: str) -> dict:
+        # a store sees what a memory would: the two claims, and which repeat of the pair this
+        # is ("sample-2"); never the set or the pair's name, which tell the expected outcome
+        decided = memory.decides_update(row["older"], row["newer"], replica.rsplit("/", 1)[-1])
+        if not isinstance(decided, bool):
+            raise StoreFailed(f"store {self.store}: decides_update returned {decided!r}, expected true or false")
+        return {"retires": decided}
+
+    def stops(self) -> tuple[type[BaseException], ...]:
+        # a plug-in's own failure: incomplete, never a pass
+        return (*super().stops(), StoreFailed, *(() if self.store == REFERENCE else (Exception,)))
+
+    def why(self, stop: Stop) -> str:
+        if isinstance(stop.exc, (*super().stops(), StoreFailed)):
+            return str(stop.exc)
+        return f"store {self.store} raised {type(stop.exc).__name__}: {stop.exc}"
+
+    def score(self, unit: Unit, run, state, answers: list, stop: Stop | None) -> dict:
+        asked: dict[str, list[dict]] = {name: [] for name in self.rows_by_set}
+        for name, row in answers:
+            asked[name].append(row)
+        return {"sets": {name: self._set(name, rows) for name, rows in asked.items()},
+                "incomplete": None if stop is None else self.why(stop), "invalid": run.meter.leaks() or None}
+
+    def _set(self, name: str, rows: list[dict]) -> dict:
+        score = score_set if self.store == REFERENCE else score_store_set
+        complete, info = len(rows) == len(self.rows_by_set[name]), self.info[name]
+        return {"file": info["file"], "sha256": info["sha256"], "registered": info["registered"],
+                "heldout": info["heldout"], "complete": complete, "rows": rows,
+                "scores": score(rows, heldout=info["heldout"]) if complete else None}
+
+    def close(self, state) -> None:
+        if state is not None and state["memory"] is not None:
+            state["memory"].close()
+
+    def report(self, out: Outcome) -> dict:
+        (done,) = out.done
+        report = {
+            "suite": SUITE, "report_version": REPORT_VERSION, "urd_version": __version__, "model": out.model,
+            "arm": out.arm, "purposes": out.routes.as_dict(), "mixed": out.routes.mixed, "samples_per_pair": self.n,
+            "gates": list(GATES) if self.store == REFERENCE else [STORE_GATE], **done.body,
+            "usage": done.run.meter.summary(), "spend": out.spend(per_unit=False), "prices": self.s.prices.as_dict(),
+            "remarks": out.remarks("Scripted arm: every answer came from the package's table. It tests the harness "
+                                   "and the scoring, and says nothing about any model."),
+        }
+        label_store(report, self.store, self.about)
+        report["verdict"] = verdict(report)
+        return report
+
+    def twin(self, scratch: Settings, tmp: Path) -> UpdateGate:
+        return UpdateGate(scratch, SCRIPTED_MODEL, store=self.store, samples=self.n).checked()
+
+    def price(self, settings: Settings, routes: Routes, graph, *, profile, count) -> estimate_mod.Estimate:
+        suite = SUITE if self.store == REFERENCE else f"{SUITE} ({self.store})"
+        return store_estimate(settings, routes, self.store, suite, lambda: estimate_mod.update_gate(
+            settings, routes, samples=self.n, profile=profile if self.store == REFERENCE else None, count=count,
+            graph=graph, suite=suite))
+
+
 def run_suite(
     model: str,
     settings: Settings,
@@ -73,112 +188,8 @@ def run_suite(
     log: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
     record: list | None = None,
 ) -> dict:
-    about = registry.describe(store, settings.store_plugins)
-    if not about["update_decision"]:
-        raise InputError(f"store {store}", registry.UPDATE_DECISION,
-                         "a store with an update decision: the update-gate suite does not measure one without it")
-    routes = routes_for(model, settings, dict(pins or {}))
-    samples = samples or settings.raw["update_gate"]["samples"]
-    rows_by_set = load_set_rows(settings.calibration_dir)
-    info = set_info(settings.calibration_dir)
-    est = estimate(settings, routes, samples=samples, store=store, profile=estimate_mod.load_profile(settings))
-    ctx = open_run(settings, routes, estimate=est, ceiling_usd=settings.raw["spend"]["max_usd_update_gate"], yes=yes,
-                   table=table, http_client=http_client, record=record, log=log)
-    ceiling, live = ctx.ceiling_usd, ctx.live
-    # a plug-in store gets an empty folder; the reference store's decision is a call, with none
-    opened = ctx.open(ledger_target(model, store),
-                      None if store == REFERENCE else settings.work_dir / "stores" / SUITE / model / f"store-{store}")
-    llm, meter = opened.llm, opened.meter
-    incomplete = None
-    asked: dict[str, list[dict]] = {name: [] for name in rows_by_set}
-    memory = None
-    if store == REFERENCE:
-        def sample(row, replica):
-            return ask_sample(llm, row, max_tokens=settings.max_tokens, replica=replica)
-    else:
-        run = StoreRun(opened.dir, llm, "update-gate", settings)
-
-        def sample(row, replica):
-            # a store sees what a memory would: the two claims, and which repeat of the pair this
-            # is ("sample-2"); never the set or the pair's name, which tell the expected outcome
-            decided = memory.decides_update(row["older"], row["newer"], replica.rsplit("/", 1)[-1])
-            if not isinstance(decided, bool):
-                raise StoreFailed(f"store {store}: decides_update returned {decided!r}, expected true or false")
-            return {"retires": decided}
-    try:
-        if store != REFERENCE:
-            memory = registry.resolve(store, settings.store_plugins)(run)
-        if store == REFERENCE and settings.raw["llm"]["batches"] and live:
-            sent = prefetch_in_batches(llm, rows_by_set, samples, settings, log)
-            log(f"{sent} calls sent in Message Batches (half the list price)")
-        for name, rows in rows_by_set.items():
-            for row in rows:
-                if ceiling is not None and llm.committed_usd >= ceiling and llm.committed_usd > 0:
-                    raise _Stop(f"stopped before {name}/{row['id']}: committed spend US${llm.committed_usd:.4f} reached "
-                                f"the ceiling US${ceiling:g}")
-                got = [sample(row, f"{name}/{row['id']}/sample-{s}") for s in range(1, samples + 1)]
-                asked[name].append({**row, "samples": got})
-            log(f"{name}: {len(rows)} pairs asked")
-    except _Stop as stop:
-        incomplete = str(stop)
-    except (CallFailed, CeilingReached, RequestRefused, StoreFailed) as exc:
-        incomplete = str(exc)
-    except Exception as exc:  # a plug-in's own failure: incomplete, never a pass
-        if store == REFERENCE:
-            raise
-        incomplete = f"store {store} raised {type(exc).__name__}: {exc}"
-    finally:
-        if memory is not None:
-            memory.close()
-    leaks = meter.leaks()
-    score = score_set if store == REFERENCE else score_store_set
-    sets = {}
-    for name, rows in asked.items():
-        complete = len(rows) == len(rows_by_set[name])
-        sets[name] = {
-            "file": info[name]["file"],
-            "sha256": info[name]["sha256"],
-            "registered": info[name]["registered"],
-            "heldout": info[name]["heldout"],
-            "complete": complete,
-            "rows": rows,
-            "scores": score(rows, heldout=info[name]["heldout"]) if complete else None,
-        }
-    report = {
-        "suite": SUITE,
-        "report_version": REPORT_VERSION,
-        "urd_version": __version__,
-        "model": model,
-        "arm": "live" if live else "scripted",
-        "purposes": routes.as_dict(),
-        "mixed": routes.mixed,
-        "samples_per_pair": samples,
-        "gates": list(GATES) if store == REFERENCE else [STORE_GATE],
-        "sets": sets,
-        "incomplete": incomplete,
-        "invalid": leaks or None,
-        "usage": meter.summary(),
-        "spend": {
-            "estimate": est.as_dict(),
-            # what the run was billed, repeats and batch items never used included (live); the
-            # replies the numbers rest on are used_usd
-            "measured_usd": round(llm.ledger.billed_usd_for(llm.run) if live else meter.spent_usd, 6),
-            "used_usd": round(meter.spent_usd, 6),
-            "replayed_usd": round(meter.replayed_usd, 6),
-            "ceiling_usd": ceiling,
-            **({"ledger": llm.ledger.summary()} if live else {}),
-            **({"batches": llm.batch_events} if llm.batch_events else {}),
-        },
-        "prices": settings.prices.as_dict(),
-        "remarks": []
-        if live
-        else ["Scripted arm: every answer came from the package's table. It tests the harness and the scoring, and says nothing about any model."],
-    }
-    if ceiling == 0.0:
-        report["remarks"].append(FREE_REMARK)
-    label_store(report, store, about)
-    report["verdict"] = verdict(report)
-    return report
+    suite = UpdateGate(settings, model, store=store, samples=samples, log=log).checked()
+    return run(suite, model, settings, pins=pins, yes=yes, table=table, http_client=http_client, record=record, log=log)
 
 
 def ledger_target(model: str, store: str) -> tuple[str, ...]:
@@ -186,27 +197,11 @@ def ledger_target(model: str, store: str) -> tuple[str, ...]:
     return (SUITE, model, "reference" if store == REFERENCE else f"store-{store}")
 
 
-def call_graph(settings: Settings, samples: int, store: str = REFERENCE) -> list:
-    """Every request the suite makes for ``store`` on the scripted arm (offline, free; computed once)."""
-    def run(scratch, tmp, record):
-        return run_suite(SCRIPTED_MODEL, scratch, store=store, samples=samples, log=lambda line: None,
-                         record=record)["incomplete"]
-
-    return scripted_calls(settings, (SUITE, samples, store), run,
-                          stopped=f"store {store} cannot run offline on the scripted arm")
-
-
 def estimate(settings: Settings, routes: Routes, *, samples: int, store: str = REFERENCE, profile: Mapping | None = None,
              count=None) -> estimate_mod.Estimate:
     """What the suite will cost for ``store``: see :mod:`urd.cost.agentmem`."""
-    suite = SUITE if store == REFERENCE else f"{SUITE} ({store})"
-    return store_estimate(settings, routes, store, suite, lambda: estimate_mod.update_gate(
-        settings, routes, samples=samples, profile=profile if store == REFERENCE else None, count=count,
-        graph=lambda: call_graph(settings, samples, store), suite=suite))
-
-
-class _Stop(Exception):
-    pass
+    return suite_estimate(UpdateGate(settings, SCRIPTED_MODEL, store=store, samples=samples), settings, routes,
+                          profile=profile, count=count)
 
 
 def verdict(report: Mapping) -> dict:
