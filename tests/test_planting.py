@@ -12,7 +12,7 @@ import pytest
 from conftest import REPO
 from fake_messages_api import FakeMessagesAPI
 
-from urd.agentmem.runtime import RUN_MARKER, NotConfirmed, build_llm, routes_for
+from urd.agentmem.runtime import RUN_MARKER, NotConfirmed, build_llm, open_run, routes_for
 from urd.core.errors import InputError
 from urd.core.io import pretty_json, sha256_file
 from urd.core.manifest import read_manifest
@@ -309,7 +309,10 @@ def test_fabricated_ids_are_the_cited_ids_the_prompt_did_not_show(world_file, tm
     s = settings(tmp_path, **{"planting.world.seeds": 1})
     one = tmp_path / "one.jsonl"
     world.write_world(one, MASTER_SEED, world.Shape(seeds=1), world.load_roster())
-    run = suite.Run(s, "scripted", world_path=one, responder=Citing(world.load_roster()), **QUIET)
+    routes = planting_routes("scripted", s)
+    opened = open_run(s, routes, ceiling_usd=None).open(("planting", "scripted"), tmp_path / "run",
+                                                        responder=Citing(world.load_roster()))
+    run = suite.Run(s, "scripted", routes, world_path=one, **QUIET).attach(opened)
     run.fill_store()
     by = {a.name: a for a in run.arms}
     c = run.roster["characters"][0]

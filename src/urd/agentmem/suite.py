@@ -161,7 +161,7 @@ class Suite:
     def ceiling(self, settings: Settings) -> float | None:
         return settings.raw["spend"][self.ceiling_key]
 
-    def prepare(self) -> None:
+    def prepare(self, routes: Routes) -> None:
         """Once the run is confirmed and before any folder is cleared: read and check its inputs."""
 
     def units(self) -> list[Unit]:
@@ -218,7 +218,7 @@ def run(suite: Suite, model: str, settings: Settings, *, pins=None, yes: bool = 
     est = estimate(suite, settings, routes, profile=load_profile(settings))
     ctx = open_run(settings, routes, estimate=est, ceiling_usd=suite.ceiling(settings), yes=yes, table=table,
                    http_client=http_client, record=record, log=log)
-    suite.prepare()
+    suite.prepare(routes)
     return suite.report(Outcome(model, routes, ctx, [run_unit(suite, ctx, unit) for unit in suite.units()]))
 
 
@@ -265,8 +265,9 @@ def call_graph(suite: Suite, settings: Settings, key: Hashable = None) -> list:
     whose graph is ``key``, one of them, or with no key every unit."""
     def scripted(scratch: Settings, tmp: Path, recorded: list) -> str | None:
         twin = suite.twin(scratch, tmp)
-        ctx = open_run(scratch, twin.routes(SCRIPTED_MODEL, scratch, {}), ceiling_usd=None, record=recorded)
-        twin.prepare()
+        routes = twin.routes(SCRIPTED_MODEL, scratch, {})
+        ctx = open_run(scratch, routes, ceiling_usd=None, record=recorded)
+        twin.prepare(routes)
         units = twin.units()
         units = units if key is None else [next(u for u in units if u.graph == key)]
         stops = [d.stop for d in (run_unit(twin, ctx, u) for u in units) if d.stop is not None]

@@ -16,7 +16,9 @@ from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
 
-from ..agentmem.runtime import open_run, scripted_calls
+from ..agentmem.suite import CeilingStop, Outcome, Stop, Suite, Unit, run
+from ..agentmem.suite import call_graph as suite_call_graph
+from ..agentmem.suite import estimate as suite_estimate
 from ..core.errors import InputError, UrdError
 from ..core.io import canonical_json, sha256_bytes, sha256_file
 from ..cost import agentmem as estimate_mod
@@ -98,15 +100,12 @@ def ledger_target(model: str) -> tuple[str, ...]:
 
 
 class Run:
-    def __init__(self, settings: Settings, model: str, *, world_path: Path, pins=None, yes=False, roster=None,
-                 responder=None, record=None, log: Callable[[str], None] = print, run_dir: Path | None = None,
-                 http_client=None):
+    """One run's world, its store and its decisions (what the report reads)."""
+
+    def __init__(self, settings: Settings, model: str, routes, *, world_path: Path, roster=None,
+                 log: Callable[[str], None] = print):
         self.s, self.p = settings, settings.raw["planting"]
-        self.model, self.log = model, log
-        self.routes = routes_mod.routes(model, settings, pins)
-        # a live run is confirmed before the roster and the world are read and its folder cleared
-        ctx = open_run(settings, self.routes, ceiling_usd=float(settings.raw["spend"]["max_usd_planting"]), yes=yes,
-                       record=record, http_client=http_client, log=log)
+        self.model, self.routes, self.log = model, routes, log
         self.roster = roster or load_roster()
         self.shape = Shape.from_settings(self.p)
         self.arms = arms_mod.arms_from(self.p)
@@ -114,13 +113,15 @@ class Run:
         self.world_path = Path(world_path)
         self.world = read_world(self.world_path)
         self.check_world()  # before the run's folder (a previous store) is cleared
-        opened = ctx.open(ledger_target(model), run_dir or settings.work_dir / "planting" / model,
-                          responder=responder or PlantingResponder(self.roster))
+
+    def attach(self, opened) -> Run:
+        """The run's client and its (emptied) folder, with the store opened in it."""
         self.llm, self.meter, self.run_dir = opened.llm, opened.meter, opened.dir
         self.store = Store(self.run_dir / "store.sqlite")
         self.summaries: dict[tuple[str, str], str] = {}
         self.decisions: list[dict] = []
-        self.max_tokens = settings.max_tokens
+        self.max_tokens = self.s.max_tokens
+        return self
 
     # --- the store ------------------------------------------------------------------------------
     def check_world(self) -> None:
@@ -215,13 +216,14 @@ class Run:
             d["judged"][plant] = None if rulings is None else [{"shaped": r.shaped, "specific": r.specific} for r in rulings]
         return d
 
-    def variant(self, variant: str) -> None:
+    def samples(self, variant: str):
+        """Every decision of a variant, as (where, sample); the progress is logged as they are made."""
         n = 0
         total = len(self.arms) * len(self.roster["characters"]) * self.shape.seeds
         for arm in self.arms:
             for c in self.roster["characters"]:
                 for seed in range(1, self.shape.seeds + 1):
-                    self.decisions.append(self.decide(variant, arm, c, seed))
+                    yield f"{variant}/{arm.name}/{c['id']}/seed-{seed}", (variant, arm, c, seed)
                     n += 1
                     if n % 18 == 0 or n == total:
                         self.log(f"[planting {self.model}] {variant}: {n}/{total} decisions, spent "
@@ -265,48 +267,126 @@ def _world(seed: int, variant: str) -> str:
     return "world-" + sha256_bytes(f"planting/{seed}/{variant}".encode())[:10]
 
 
+class Planting(Suite):
+    """The suite on the runner: one unit (the ceiling is the whole run's); the judge's calibration,
+    then every decision of the unplanted twins, the gate, and the planted and apologised worlds.
+    ``through_stops``: the estimate's run; a calibration or gate stop is appended to it and the
+    run goes on, so that the call graph is a whole run's."""
+
+    name, ceiling_key = "planting", "max_usd_planting"
+    unpriced = "the scripted planting run behind the estimate stopped"
+
+    def __init__(self, settings: Settings, model: str, *, world_path: Path | None = None, master_seed: int | None = None,
+                 roster=None, responder=None, run_dir: Path | None = None, log: Callable[[str], None] = print,
+                 through_stops: list | None = None):
+        self.s, self.p, self.model, self.log = settings, settings.raw["planting"], model, log
+        self.world_path, self.master_seed, self.roster, self.given_responder = world_path, master_seed, roster, responder
+        self.run_dir, self.through_stops = run_dir, through_stops
+        self.key = (master_seed,)
+
+    def checked(self) -> Planting:
+        """The suite once the judge's calibration set is read: before a store is cleared."""
+        self.cal = judge_mod.load_set(self.p["judge"]["calibration_set"], self.p["judge"]["registry"])
+        return self
+
+    def routes(self, model: str, settings: Settings, pins: dict):
+        return routes_mod.routes(model, settings, pins)
+
+    def ceiling(self, settings: Settings) -> float:
+        return float(settings.raw["spend"]["max_usd_planting"])
+
+    def prepare(self, routes) -> None:
+        # a live run is confirmed before the roster and the world are read and its folder cleared
+        self.run = Run(self.s, self.model, routes, world_path=self.world_path, roster=self.roster, log=self.log)
+        self.responder = self.given_responder or PlantingResponder(self.run.roster)
+
+    def units(self) -> list[Unit]:
+        return [Unit("run", ledger_target(self.model), self.run_dir or self.s.work_dir / "planting" / self.model)]
+
+    def start(self, unit: Unit, opened) -> Run:
+        self.state = {"status": "complete", "stop": None, "calibration": None, "gate": None}
+        return self.run.attach(opened)
+
+    def samples(self, unit: Unit, run: Run):
+        run.fill_store()
+        yield STOP_CALIBRATION, None
+        yield from run.samples("unplanted")
+        self.state["gate"] = run.gate()
+        if not self.state["gate"]["passed"]:
+            self._stop(GateStopped(self.state["gate"]["why"], self.state["gate"]), self.state["gate"]["why"])
+        yield from run.samples("planted")
+        yield from run.samples("apologised")
+
+    def ask(self, run: Run, sample) -> None:
+        if sample is not None:
+            run.decisions.append(run.decide(*sample))
+            return
+        min_correct = math.ceil(float(self.p["judge"]["min_correct_share"]) * len(self.cal["items"]) - 1e-9)
+        try:
+            self.state["calibration"] = judge_mod.calibrate(run.llm, self.cal, max_tokens=run.max_tokens["judge"],
+                                                            min_correct=min_correct)
+        except judge_mod.CalibrationFailed as exc:
+            self.state["calibration"] = exc.result
+            self._stop(exc, f"the judge's {STOP_CALIBRATION}: {exc}")
+
+    def _stop(self, exc: Exception, why: str) -> None:
+        """A calibration or gate stop: the run's end, or (the estimate's run) a note, and on."""
+        if self.through_stops is None:
+            raise exc
+        self.through_stops.append(why)
+
+    def stops(self) -> tuple[type[BaseException], ...]:
+        # a failed, refused or cut call: the run did not measure what it set out to
+        return (judge_mod.CalibrationFailed, GateStopped, LLMError, CeilingStop)
+
+    def score(self, unit: Unit, opened, run: Run, answers: list, stop: Stop | None) -> dict:
+        state, exc = self.state, None if stop is None else stop.exc
+        if isinstance(exc, judge_mod.CalibrationFailed):
+            state.update(status="stopped", stop={"at": STOP_CALIBRATION, "why": str(exc)}, calibration=exc.result)
+        elif isinstance(exc, GateStopped):
+            state.update(status="stopped", stop={"at": STOP_GATE, "why": str(exc)}, gate=exc.gate)
+        elif isinstance(exc, CeilingReached | CeilingStop):
+            state.update(status="incomplete", stop={"at": STOP_CEILING, "why": str(exc)})
+        elif exc is not None:
+            state.update(status="failed", stop={"at": "a call failed", "why": str(exc)})
+        return state
+
+    def close(self, run: Run | None) -> None:
+        if run is not None:
+            run.store.close()
+
+    def report(self, out: Outcome) -> dict:
+        """The report (urd.planting.report) of the run; `status` says whether it completed."""
+        (done,) = out.done
+        return report.build(self.run, done.body, world_sha256=sha256_file(self.run.world_path), calibration=self.cal)
+
+    def twin(self, scratch: Settings, tmp: Path) -> Planting:
+        path = tmp / "world.jsonl"
+        world_mod.write_world(path, self.master_seed, Shape.from_settings(scratch.raw["planting"]), load_roster())
+        stops = _SCRIPTED_STOPS[_stops_key(self.s, self.master_seed)] = []
+        return Planting(scratch, SCRIPTED_MODEL, world_path=path, log=lambda line: None, through_stops=stops).checked()
+
+    def price(self, settings: Settings, routes, graph, *, profile, count):
+        """A run of a given world is confirmed without an estimate; one of ``master_seed``'s world
+        is priced by the scripted arm's call graph (see :func:`estimate`)."""
+        if self.master_seed is None:
+            return None
+        est = estimate_mod.planting(settings, routes, graph=graph, count=count)
+        stops = scripted_stops(settings, self.master_seed) if est.source == "call graph" else []
+        if stops:
+            est = dataclasses.replace(est, note=f"{est.note}; the scripted arm tripped ({stops[0].split(':')[0]}), "
+                                                "priced as a run that passes it")
+        return est
+
+
 def run_suite(model: str, settings: Settings, *, world_path: Path, pins=None, yes=False, roster=None,
               responder=None, record=None, log=print, run_dir: Path | None = None, http_client=None,
               through_stops: list | None = None) -> dict:
     """The report (urd.planting.report) of one run; `status` says whether it completed.
-    `responder`: the scripted arm's (default: the roster's tables, urd.planting.scripted).
-    `through_stops`: the estimate's run; a calibration or gate stop is appended to it and the
-    run goes on, so that the call graph is a whole run's."""
-    p = settings.raw["planting"]
-    cal = judge_mod.load_set(p["judge"]["calibration_set"], p["judge"]["registry"])  # before a store is cleared
-    run = Run(settings, model, world_path=world_path, pins=pins, yes=yes, roster=roster, responder=responder,
-              record=record, log=log, run_dir=run_dir, http_client=http_client)
-    state = {"status": "complete", "stop": None, "calibration": None, "gate": None}
-    try:
-        run.fill_store()
-        try:
-            state["calibration"] = judge_mod.calibrate(
-                run.llm, cal, max_tokens=run.max_tokens["judge"],
-                min_correct=math.ceil(float(p["judge"]["min_correct_share"]) * len(cal["items"]) - 1e-9))
-        except judge_mod.CalibrationFailed as exc:
-            if through_stops is None:
-                raise
-            state["calibration"] = exc.result
-            through_stops.append(f"the judge's {STOP_CALIBRATION}: {exc}")
-        run.variant("unplanted")
-        state["gate"] = run.gate()
-        if not state["gate"]["passed"]:
-            if through_stops is None:
-                raise GateStopped(state["gate"]["why"], state["gate"])
-            through_stops.append(state["gate"]["why"])
-        run.variant("planted")
-        run.variant("apologised")
-    except judge_mod.CalibrationFailed as exc:
-        state.update(status="stopped", stop={"at": STOP_CALIBRATION, "why": str(exc)}, calibration=exc.result)
-    except GateStopped as exc:
-        state.update(status="stopped", stop={"at": STOP_GATE, "why": str(exc)}, gate=exc.gate)
-    except CeilingReached as exc:
-        state.update(status="incomplete", stop={"at": STOP_CEILING, "why": str(exc)})
-    except LLMError as exc:  # a failed, refused or cut call: the run did not measure what it set out to
-        state.update(status="failed", stop={"at": "a call failed", "why": str(exc)})
-    finally:
-        run.store.close()
-    return report.build(run, state, world_sha256=sha256_file(run.world_path), calibration=cal)
+    `responder`: the scripted arm's (default: the roster's tables, urd.planting.scripted)."""
+    suite = Planting(settings, model, world_path=world_path, roster=roster, responder=responder, run_dir=run_dir,
+                     log=log, through_stops=through_stops).checked()
+    return run(suite, model, settings, pins=pins, yes=yes, record=record, http_client=http_client, log=log)
 
 
 _SCRIPTED_STOPS: dict[tuple, list[str]] = {}  # where the scripted run behind an estimate would have stopped
@@ -316,17 +396,7 @@ def call_graph(settings: Settings, master_seed: int) -> list:
     """Every request one whole run makes on the scripted arm, over the world of ``master_seed``
     (offline, free; computed once). The scripted arm's own calibration or gate stop does not cut
     it short: a live model is priced for the run it would make (`scripted_stops` says why)."""
-    def run(scratch, tmp, record):
-        path = tmp / "world.jsonl"
-        world_mod.write_world(path, master_seed, Shape.from_settings(scratch.raw["planting"]), load_roster())
-        stops: list[str] = []
-        result = run_suite(SCRIPTED_MODEL, scratch, world_path=path, record=record, log=lambda line: None,
-                           through_stops=stops)
-        _SCRIPTED_STOPS[_stops_key(settings, master_seed)] = stops
-        return None if result["status"] == "complete" else result["stop"]["why"]
-
-    return scripted_calls(settings, ("planting", master_seed), run,
-                          stopped="the scripted planting run behind the estimate stopped")
+    return suite_call_graph(Planting(settings, SCRIPTED_MODEL, master_seed=master_seed), settings)
 
 
 def _stops_key(settings: Settings, master_seed: int) -> tuple:
@@ -341,9 +411,4 @@ def scripted_stops(settings: Settings, master_seed: int) -> list[str]:
 def estimate(settings: Settings, routes, *, master_seed: int, count=None):
     """What a run will cost: the scripted arm's call graph at the live routes' list prices,
     every decision's judge calls priced as distinct requests (a live model's intents are)."""
-    est = estimate_mod.planting(settings, routes, graph=lambda: call_graph(settings, master_seed), count=count)
-    stops = scripted_stops(settings, master_seed) if est.source == "call graph" else []
-    if stops:
-        est = dataclasses.replace(est, note=f"{est.note}; the scripted arm tripped ({stops[0].split(':')[0]}), "
-                                            "priced as a run that passes it")
-    return est
+    return suite_estimate(Planting(settings, SCRIPTED_MODEL, master_seed=master_seed), settings, routes, count=count)
