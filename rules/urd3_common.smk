@@ -52,7 +52,10 @@ def u3_static(wildcards):
 
 
 def u3_model(wildcards):
-    """A backbone model's checkpoint and its checks (none for the scripted reader)."""
+    """A backbone model's checkpoint and its checks (none for the scripted reader); an LLM's jobs
+    read the schema their agent-memory settings are checked against."""
+    if U3.is_llm(config, wildcards.model):
+        return {"agentmem_schema": "config/agentmem.schema.yaml"}
     if wildcards.model not in config["backbones"]:
         return {}
     model = model_path(wildcards.model)
@@ -78,7 +81,7 @@ def u3_curve_inputs(wildcards):
 
 def u3_resources(step):
     """A rung-3 job's resources (urd.rung3.plan.resources): CPU seconds for the spend line, memory
-    and wall time for a cluster."""
+    and wall time for a cluster; an answer or control job's API dollars (usd_cents) too."""
 
     def resource(key):
         return lambda wc: U3.resources(
@@ -90,4 +93,8 @@ def u3_resources(step):
             wc.get("split"),
         )[key]
 
-    return {k: resource(k) for k in ("cpu_seconds", "mem_mb", "runtime")}
+    def usd_cents(wc):  # an LLM model's answer and control jobs: the estimate, in whole cents
+        return U3.usd_cents(config, wc.model, wc.family, step, wc.get("system"), wc.get("split"))
+
+    extra = {"usd_cents": usd_cents} if step in ("answer", "control") else {}
+    return {**{k: resource(k) for k in ("cpu_seconds", "mem_mb", "runtime")}, **extra}

@@ -15,7 +15,7 @@ def test_the_defaults_validate_under_one_top_level_key():
     s = settings_mod.validate(doc["agentmem"], "config/agentmem.yaml")
     assert s.runs == {"move": 3, "trip-alone": 2} and s.read_at.isoformat() == "2026-10-13" and not s.confirm_live
     assert set(s.max_tokens) == {"extract", "contradiction", "update", "update_confirm", "reanchor", "reanchor_check",
-                                 "decide", "summarize", "judge"}
+                                 "decide", "summarize", "judge", "reply"}
 
 
 def test_unknown_keys_and_bad_values_name_the_field():

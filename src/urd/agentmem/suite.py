@@ -49,7 +49,7 @@ A complete suite, one word a sample, its estimate priced from its own scripted r
     report = S.run(Echo(settings, ["a", "b"]), "scripted", settings)
 
 (tests/test_agentmem_suite.py runs this example as it stands.) The suites on this protocol: update-gate and
-trip-vs-move (this room), planting (:mod:`urd.planting.suite`).
+trip-vs-move (this room), planting (:mod:`urd.planting.suite`), urd rung 3's live cells (:mod:`urd.rung3.live`).
 """
 
 from __future__ import annotations

@@ -10,5 +10,8 @@ REANCHOR_CHECK = "reanchor_check"
 DECIDE = "decide"
 SUMMARIZE = "summarize"
 JUDGE = "judge"
+# urd rung 3: a reply to a session-B request from its context; its own routes (urd.rung3.live),
+# so the agent-memory reports' purposes stay as they were
+REPLY = "reply"
 
 PURPOSES = (EXTRACT, CONTRADICTION, UPDATE, UPDATE_CONFIRM, REANCHOR, REANCHOR_CHECK, DECIDE, SUMMARIZE, JUDGE)

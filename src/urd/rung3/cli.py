@@ -66,12 +66,19 @@ def cmd_calibrate(args, spec):
     return f"wrote {len(files)} files to {args.out_dir}"
 
 
-def reader_for(args, spec: dict, family, handle=None):
-    """The model of session B: the scripted reader, or an RWKV-7 backbone on `handle`."""
+def reader_for(args, spec: dict, family, handle=None, cell: str = ""):
+    """The model of session B: the scripted reader, an LLM (the live route: `spec` carries the
+    agent-memory settings) or an RWKV-7 backbone on `handle`."""
     from .reader import NAME, ScriptedReader
 
     if args.model == NAME:
         return ScriptedReader(family)
+    if "agentmem" in spec:
+        from ..stores.settings import validate
+        from .live import LLMReader, job_settings
+
+        settings = job_settings(validate(spec["agentmem"], "--spec: agentmem"), args.model, cell)
+        return LLMReader(args.model, family, settings, cell, yes=args.yes)
     from .backbone_reader import BackboneReader
 
     return BackboneReader(args.model, handle, spec["decode"][family.name])
@@ -82,7 +89,7 @@ def _handle(args, spec: dict, session_b: bool = False):
     from .reader import NAME
     from .run import no_model
 
-    if args.model == NAME:
+    if args.model == NAME or "agentmem" in spec:
         return no_model(args.model)
     if not args.checkpoint:
         raise InputError("command line", "--checkpoint", f"the checkpoint of model {args.model!r}")
@@ -112,7 +119,8 @@ def cmd_answer(args, spec):
 
     fam = _family(spec, args.family)
     handle = _handle(args, spec, session_b=True)  # loaded and sealed before the plug-in is imported
-    raw = answer(lambda: build_system(args.system, _spec_system(spec), handle), reader_for(args, spec, fam, handle),
+    cell = f"{args.system}/{args.family}/{args.split}"
+    raw = answer(lambda: build_system(args.system, _spec_system(spec), handle), reader_for(args, spec, fam, handle, cell),
                  _select(read_jsonl(args.prompts), spec), fiches.read(args.fiches))
     atomic_write_jsonl(args.out, labelled(raw))
     return f"wrote {len(raw)} replies to {args.out}"
@@ -122,7 +130,7 @@ def cmd_control(args, spec):
     from .run import control
 
     fam = _family(spec, args.family)
-    raw = control(reader_for(args, spec, fam, _handle(args, spec)), _select(read_jsonl(args.sessions), spec),
+    raw = control(reader_for(args, spec, fam, _handle(args, spec), f"control/{args.family}"), _select(read_jsonl(args.sessions), spec),
                   _select(read_jsonl(args.prompts), spec))
     atomic_write_jsonl(args.out, labelled(raw))
     return f"wrote {len(raw)} control replies to {args.out}"
@@ -164,8 +172,10 @@ def main(argv: list[str] | None = None) -> int:
         sp.add_argument("--verified", nargs="*", default=[], help="verify stamps: their files are re-checked before use")
         if name != "calibrate":
             sp.add_argument("--out", required=True)
-            sp.add_argument("--model", required=True, help="the model of both sessions: scripted, or a backbone's name")
+            sp.add_argument("--model", required=True,
+                            help="the model of both sessions: scripted, a backbone's name or an Anthropic model")
             sp.add_argument("--checkpoint", help="the backbone's checkpoint (a model other than scripted)")
+            sp.add_argument("--yes", action="store_true", help="confirm a live model's spend (else agentmem.spend.confirm_live)")
     p["calibrate"].add_argument("--out-dir", default=str(DATA_DIR))
     p["calibrate"].add_argument("--manifest", default=str(MANIFEST))
     p["calibrate"].add_argument("--check", action="store_true", help="verify the data against the manifest")
@@ -181,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     p["consolidate"].add_argument("--split", required=True)
     p["consolidate"].add_argument("--budget", type=int, default=None)
     p["answer"].add_argument("--fiches", required=True)
+    p["answer"].add_argument("--split", default="cell", help="the cell's split: names a live cell's ledger and work folder")
     for name in ("summary", "curve"):
         p[name].add_argument("--data", nargs="+", required=True, help="the full episodes, one file a family")
         p[name].add_argument("--raw", nargs="+", required=True,

@@ -4,10 +4,15 @@ which model. Loads no model.
 A system gets a cell on a reader that runs no model (the scripted reader) only if its session A
 needs none (`consolidates_from_text`): summary writes its notes with the model, and state_carry
 and the replay systems carry a model state, which such a reader cannot read. Those systems are
-listed in the summary with the reason (`not_run`) and get no cell, never a zero.
+listed in the summary with the reason (`not_run`) and get no cell, never a zero. The same holds on
+an LLM model (the live route, urd.rung3.live: any model priced in `agentmem.prices`): a state
+cannot go to an API, and session A has no model writer there.
 """
 
 from __future__ import annotations
+
+import functools
+import json
 
 from ..core.errors import InputError
 from ..data.rung3 import family
@@ -39,7 +44,6 @@ def manifest(config: dict) -> str:
 
 def _types_tag(config: dict) -> str:
     import hashlib
-    import json
 
     # in the config's order: the order of the types is the order episodes are drawn in
     return hashlib.sha256(json.dumps(list(config["urd3"]["types"].items())).encode()).hexdigest()[:12]
@@ -51,13 +55,20 @@ def data_spec(config: dict) -> dict:
     return {"master_seed": config["master_seed"], **{k: u[k] for k in DATA_KEYS if k in u}}
 
 
+def is_llm(config: dict, model: str) -> bool:
+    """Whether `model` is an LLM of the live route: neither the scripted reader nor a backbone."""
+    return model != SCRIPTED and model not in config["backbones"]
+
+
 def systems(config: dict, model: str) -> tuple[list[str], dict[str, str]]:
     """(the systems with a cell on `model`, {system: why it has none})."""
     u, table = config["urd3"], plugins(config)
     if model not in u["models"]:
         raise InputError(SOURCE, "urd3.models", "the model of a rung-3 target", model)
-    if model != SCRIPTED and model not in config["backbones"]:
-        raise InputError(SOURCE, "urd3.models", f"{SCRIPTED} or a backbone of config/config.yaml", model)
+    priced = config.get("agentmem", {}).get("prices", {}).get("usd_per_mtok", {})
+    if is_llm(config, model) and model not in priced:
+        raise InputError(SOURCE, "urd3.models", f"{SCRIPTED}, a backbone of config/config.yaml or a model priced "
+                         "in config/agentmem.yaml's agentmem.prices.usd_per_mtok", model)
     run, not_run = [], {}
     for name in u["systems"]:
         cls = registry.resolve(name, table, source=SOURCE)
@@ -67,6 +78,9 @@ def systems(config: dict, model: str) -> tuple[list[str], dict[str, str]]:
         elif model == SCRIPTED and not cls.consolidates_from_text:
             not_run[name] = (f"{cls.__name__} consolidates with a model (or carries its state): the scripted "
                              "reader runs none and reads text only")
+        elif not cls.consolidates_from_text:
+            not_run[name] = (f"{cls.__name__} consolidates with a model (or carries its state): on an LLM model "
+                             "a state cannot go to the API, and session A has no model writer")
         elif cls.context is MemorySystem.context:
             not_run[name] = (f"{cls.__name__} answers through the model itself (answer(), no context()): rung 3 "
                              "hands each episode's context to the model of the cell")
@@ -93,7 +107,7 @@ def spec(config: dict, model: str) -> dict:
             "decode": u["decode"], "strategy": config["strategy"],
             "plugins": plugins(config), "system_settings": config.get("system_settings", {}),
             "bootstrap": config["publish"]["bootstrap"], "evaluate_episodes": u.get("evaluate_episodes"),
-            "not_run": not_run}
+            "not_run": not_run, **({"agentmem": config["agentmem"]} if is_llm(config, model) else {})}
 
 
 def splits(config: dict) -> dict[str, int]:
@@ -140,7 +154,7 @@ def cpu_seconds(config: dict, model: str, family_name: str, step: str, system: s
     """CPU seconds of one rung-3 job: on a backbone at its measured speed (urd.cost.estimate), the
     prefill of what it reads and the batched decode of its replies; on the scripted reader, its
     measured start-up."""
-    if model == SCRIPTED:
+    if not _local(config, model):  # an LLM's jobs: start-up and waiting on the API, no model here
         return SCRIPTED_SECONDS[step]
     from ..cost.estimate import lockstep, notes_tokens, priced_seconds
 
@@ -168,10 +182,67 @@ def resources(config: dict, model: str, family_name: str, step: str, system: str
     """A job's resources: its CPU seconds (the spend line), and the memory and wall-time limit a
     cluster gives it (urd.cost.estimate.job_resources; the scripted reader's jobs hold no model)."""
     seconds = cpu_seconds(config, model, family_name, step, system, split)
-    if model == SCRIPTED:
-        return {"cpu_seconds": seconds, "mem_mb": 1000, "runtime": 10}
+    if not _local(config, model):
+        return {"cpu_seconds": seconds, "mem_mb": 1000, "runtime": 10 if model == SCRIPTED else 120}
     from ..cost.estimate import job_resources
 
     u = config["urd3"]
     rows = (u.get("evaluate_episodes") or u["episodes"]) * queries(config, family_name)
     return {"cpu_seconds": seconds, **job_resources(config, model, seconds, rows if step != "consolidate" else 1)}
+
+
+def _local(config: dict, model: str) -> bool:
+    return model in config["backbones"]
+
+
+# --- what a live job spends (usd_cents: the dollars of `snakemake -n`) -------------------------
+
+def usd_cents(config: dict, model: str, family_name: str, step: str, system: str | None = None,
+              split: str | None = None) -> int:
+    """A rung-3 job's API spend in whole US cents: 0 but for an LLM's answer and control jobs."""
+    if not is_llm(config, model) or step not in ("answer", "control"):
+        return 0
+    return live_estimate(config, model, family_name, step, system, split).cents
+
+
+def live_estimate(config: dict, model: str, family_name: str, step: str, system: str | None = None,
+                  split: str | None = None):
+    """What a live answer or control job would still spend (urd.rung3.live, its scripted twin), on
+    the episodes as the seed makes them. The fiches do not exist yet: an answer's context is priced
+    as the header and the transcript's last `budget` bytes (a fiche at its budget)."""
+    from ..agentmem.runtime import still_to_spend
+    from ..agentmem.suite import estimate
+    from ..stores.settings import validate
+    from . import live
+
+    cell = f"control/{family_name}" if step == "control" else f"{system}/{family_name}/{split}"
+    s = live.job_settings(validate(config["agentmem"], "config['agentmem']"), model, cell)
+    suite = live.Rung3Live(s, model, family(family_name, config["urd3"].get("types"), SOURCE),
+                           _items(config, family_name, step, splits(config).get(split)), cell)
+    routes = suite.routes(model, s, {})
+    est = estimate(suite, s, routes)
+    target = suite.units()[0].ledger
+    return still_to_spend(s, routes, [target], est, s.raw["spend"][live.CEILING_KEY])
+
+
+def _items(config: dict, family_name: str, step: str, budget: int | None) -> list[tuple[str, str]]:
+    items = []
+    n = config["urd3"].get("evaluate_episodes") or config["urd3"]["episodes"]
+    for ep in _episodes(json.dumps(data_spec(config), sort_keys=True), family_name, n):
+        context = ep["transcript"] if step == "control" else _fiche_sized(ep, budget)
+        items += [(context, q["prompt"]) for q in ep["queries"]]
+    return items
+
+
+def _fiche_sized(ep: dict, budget: int | None) -> str:
+    tail = ep["transcript"].encode()[-budget:].decode(errors="ignore") if budget else ep["transcript"]
+    return f"{ep['header']}\n{tail}"
+
+
+@functools.lru_cache(maxsize=8)
+def _episodes(spec_json: str, family_name: str, n: int) -> list[dict]:
+    from ..data.rung3.episodes import generate_episode
+
+    spec = json.loads(spec_json)
+    fam = family(family_name, spec.get("types"), SOURCE)
+    return [generate_episode(spec["master_seed"], fam, i, spec) for i in range(n)]

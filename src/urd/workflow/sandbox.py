@@ -50,18 +50,24 @@ FIX = ("install bubblewrap (Debian and Ubuntu: apt-get install bubblewrap) on ev
        "user.max_user_namespaces > 0), or set sandbox: auto (runs unsandboxed, labelled) or off")
 
 
-def _live(wildcards: Mapping) -> bool:
+def _live(wildcards: Mapping, config: Mapping | None = None) -> bool:
     return wildcards.get("model", "scripted") != "scripted"
 
 
-#: The jobs that reach the network, and when: the checkpoint fetch, and an LLM suite on a live model.
-NETWORK = {"fetch_backbone": lambda wc: True, "agentmem_trip_vs_move": _live, "agentmem_update_gate": _live,
-           "planting_run": _live}
+def _urd3_live(wildcards: Mapping, config: Mapping | None = None) -> bool:
+    # rung 3's model is the scripted reader, a backbone (run here) or an LLM (the live route)
+    return _live(wildcards) and wildcards.get("model") not in (config or {}).get("backbones", {})
+
+
+#: The jobs that reach the network, and when: the checkpoint fetch, an LLM suite on a live model, and
+#: rung 3's answer and control jobs on an LLM (neither the scripted reader nor a backbone).
+NETWORK = {"fetch_backbone": lambda wc, config=None: True, "agentmem_trip_vs_move": _live,
+           "agentmem_update_gate": _live, "planting_run": _live, "urd3_answer": _urd3_live, "urd3_control": _urd3_live}
 #: The jobs that keep state in the LLM suites' work folder (``agentmem.work_dir``), and their suite:
 #: each its own folder in it (``urd.stores.settings.job_folder``: the replay cache, so a rerun never
 #: pays twice, the batch journal, the spend ledgers and the run's stores), bound alone.
 WORK_DIR_RULES = {"agentmem_trip_vs_move": "trip-vs-move", "agentmem_update_gate": "update-gate",
-                  "planting_run": "planting"}
+                  "planting_run": "planting", "urd3_answer": "urd3-answer", "urd3_control": "urd3-control"}
 #: The jobs that answer in session B, and their input that is handed over as an open descriptor
 #: instead of mounted: the checkpoint (the system's plug-in runs in the job's process).
 HIDDEN_INPUTS = {"answer": "model", "chain_answer": "model", "sweep_answer": "model", "urd3_answer": "model"}
@@ -327,9 +333,9 @@ def plan_for(snakemake, *, workdir: Path | None = None) -> Plan:
         inputs = [p for p in inputs if p != hidden]
     outputs = absolute(flatten(snakemake.output))
     config = snakemake.config
-    network = NETWORK.get(rule, lambda wc: False)(dict(snakemake.wildcards.items()))
+    network = NETWORK.get(rule, lambda wc, config=None: False)(dict(snakemake.wildcards.items()), config)
     writable = []
-    if rule in WORK_DIR_RULES:
+    if rule in WORK_DIR_RULES and (network or not rule.startswith("urd3_")):  # rung 3 keeps one on an LLM only
         from ..stores.settings import job_folder
 
         work = workdir / str(config.get("agentmem", {}).get("work_dir", "artifacts/agentmem"))

@@ -1,0 +1,169 @@
+"""The live route of rung 3: an Anthropic model as the model of session B and of the control, on
+the LLM suites' protocol and runner (:mod:`urd.agentmem.suite`).
+
+A cell (one answer or control job) is one unit; its samples are its (episode, request) pairs,
+each asked once (:data:`urd.llm.purposes.REPLY`): fixed instructions in the system turn, the
+episode's context and the request behind fences in the user turn (data never in the system
+turn). The score is the raw replies; the summary job judges them as any model's. The runner
+owns the estimate (this suite's scripted twin answers as :class:`urd.rung3.reader.ScriptedReader`
+would, so the call graph and the reply lengths are a real run's), the confirmation, the ceiling
+(``agentmem.spend.max_usd_urd3``, a cell's), the ledger and the replay cache. A cell that stops
+short is not scored: :class:`LLMReader` raises :class:`Incomplete`, naming the stop and the spend.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from ..agentmem import suite as S
+from ..core.errors import UrdError
+from ..cost import agentmem as estimate_mod
+from ..data.rung3 import Family
+from ..llm import SCRIPTED_MODEL, Request, Routes, Truncated, fence, fenced_blocks
+from ..llm import purposes as P
+from ..stores.settings import Settings, for_job, with_overrides
+from .reader import known_sides, request_of, sides_for
+
+SUITE = "urd3"
+CEILING_KEY = "max_usd_urd3"
+INSTRUCTIONS = (
+    "You are the assistant in an ongoing collaboration with this user. The <context> block is what you "
+    "have of your earlier sessions with them. Answer the request in the <request> block as the assistant, "
+    "following whatever the context says about how this user wants answers written. Reply with the answer only."
+)
+
+
+def ask_request(context: str, prompt: str, max_tokens: int, replica: str) -> Request:
+    """One session-B request: the context and the prompt behind fences."""
+    return Request(P.REPLY, INSTRUCTIONS, f"{fence('context', context)}\n\n{fence('request', prompt)}", max_tokens,
+                   replica=replica)
+
+
+def scripted_responder(family: Family) -> Callable[[Request], str]:
+    """Replies as the scripted reader would to the same context and request (the twin's model)."""
+
+    def respond(request: Request) -> str:
+        blocks = dict(fenced_blocks(request.user))
+        if "context" not in blocks or "request" not in blocks:
+            return None, "a rung-3 reply request has a context and a request block"
+        ask = request_of(blocks["request"])
+        return family.write(ask, sides_for(family, known_sides(family, blocks["context"]), ask))
+
+    return respond
+
+
+class Incomplete(UrdError):
+    """A live cell stopped short (its ceiling, a failed call): nothing of it is scored."""
+
+
+def routes(model: str, settings: Settings, pins: dict) -> Routes:
+    pinned = {k: v for k, v in {**settings.pins, **pins}.items() if k == P.REPLY}
+    return Routes.build(model, (P.REPLY,), pinned, source=f"{settings.origin}: agentmem.llm.pins")
+
+
+class Rung3Live(S.Suite):
+    """One cell: ``items`` are its (context, prompt) pairs, in order; ``cell`` names its ledger."""
+
+    name, ceiling_key = SUITE, CEILING_KEY
+
+    def __init__(self, settings: Settings, model: str, family: Family, items: list[tuple[str, str]], cell: str):
+        self.s, self.model, self.family, self.items, self.cell = settings, model, family, list(items), cell
+        self.responder = scripted_responder(family)
+        digest = hashlib.sha256(json.dumps(self.items).encode()).hexdigest()[:16]
+        self.key = (family.name, cell, digest)
+
+    def routes(self, model: str, settings: Settings, pins: dict) -> Routes:
+        return routes(model, settings, pins)
+
+    def units(self) -> list[S.Unit]:
+        return [S.Unit(self.cell, ledger=(SUITE, self.model, *self.cell.split("/")))]
+
+    def start(self, unit, run):
+        return run.llm
+
+    def samples(self, unit, llm):
+        mt = self.s.max_tokens[P.REPLY]
+        for i, (context, prompt) in enumerate(self.items):
+            yield f"request {i + 1} of {len(self.items)}", ask_request(context, prompt, mt, replica=f"{self.cell}/{i}")
+
+    def ask(self, llm, request: Request) -> str:
+        try:
+            return llm.ask(request)
+        except Truncated:
+            return ""  # cut at every budget: scored as a failure, never a crash
+
+    def score(self, unit, run, llm, answers: list, stop) -> dict:
+        return {"replies": answers, "incomplete": None if stop is None else f"{stop.where}: {self.why(stop)}",
+                "usage": run.meter.summary()}
+
+    def report(self, out: S.Outcome) -> dict:
+        (done,) = out.done
+        return {"suite": SUITE, "cell": self.cell, "model": out.model, "arm": out.arm, **done.body,
+                "spend": out.spend(per_unit=False),
+                "remarks": out.remarks("Scripted arm: every reply came from the scripted reader.")}
+
+    def twin(self, scratch: Settings, tmp: Path) -> Rung3Live:
+        return Rung3Live(scratch, SCRIPTED_MODEL, self.family, self.items, self.cell)
+
+    def price(self, settings: Settings, routes: Routes, graph, *, profile, count) -> estimate_mod.Estimate:
+        if routes.model_for(P.REPLY) == SCRIPTED_MODEL:
+            return estimate_mod.Estimate(SUITE, routes.model, "free", 0.0, {}, None, "the scripted reader makes no paid call")
+        requests = graph()
+        # output at the twin's own reply lengths: what a model that follows the context writes
+        out_bytes = sum(len(self.responder(r).encode()) for r in requests) / max(1, len(requests))
+        tokens = max(1, math.ceil(out_bytes / float(settings.raw["estimate"]["bytes_per_token"])))
+        priced = with_overrides(settings, {f"estimate.output_tokens.{P.REPLY}": tokens})
+        usd = estimate_mod.call_graph_usd(priced, routes, requests, count)
+        note = (f"{SUITE} {self.cell}: the scripted reader's requests at list prices, input at "
+                f"{settings.raw['estimate']['bytes_per_token']:g} bytes a token, output at its replies' length")
+        return estimate_mod.Estimate(f"{SUITE} {self.cell}", routes.model, "call graph", usd, {}, len(requests), note)
+
+
+def job_settings(settings: Settings, model: str, cell: str) -> Settings:
+    """The settings narrowed to the cell's own work folder (its cache, ledger, batch journal)."""
+    parts = cell.split("/")
+    if parts[0] == "control":
+        return for_job(settings, "urd3-control", model=model, family=parts[1])
+    return for_job(settings, "urd3-answer", model=model, system=parts[0], family=parts[1], split=parts[2])
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+class LLMReader:
+    """The model of a cell's session B (or control) through the runner; ``report`` is the last run's."""
+
+    reads_states = False
+
+    def __init__(self, model: str, family: Family, settings: Settings, cell: str, *, yes: bool = False,
+                 http_client=None, log: Callable[[str], None] = _stderr):
+        self.name, self.family, self.settings, self.cell = model, family, settings, cell
+        self.yes, self.http_client, self.log, self.report = yes, http_client, log, None
+
+    def suite(self, contexts, prompts: list[list[str]]) -> Rung3Live:
+        items = []
+        for context, ps in zip(contexts, prompts, strict=True):
+            if context.state is not None:
+                raise UrdError(f"the {self.name} reader reads text only, not a model state")
+            items += [(context.text, p) for p in ps]
+        return Rung3Live(self.settings, self.name, self.family, items, self.cell)
+
+    def replies(self, contexts, prompts: list[list[str]]) -> list[list[str]]:
+        self.report = S.run(self.suite(contexts, prompts), self.name, self.settings, yes=self.yes,
+                            http_client=self.http_client, log=self.log)
+        spend = self.report["spend"]
+        if self.report["incomplete"]:
+            raise Incomplete(f"{SUITE} {self.cell} on {self.name}: incomplete, {self.report['incomplete']} "
+                             f"(billed US${spend['measured_usd']:.4f}; rerun to go on from the replay cache)")
+        self.log(f"{SUITE} {self.cell} on {self.name}: billed US${spend['measured_usd']:.4f}, "
+                 f"replayed US${spend['replayed_usd']:.4f}")
+        flat, out = iter(self.report["replies"]), []
+        for ps in prompts:
+            out.append([next(flat) for _ in ps])
+        return out
