@@ -93,6 +93,15 @@ def test_an_answer_step_live_replies_as_the_scripted_reader_and_a_rerun_pays_not
     assert r2.report["spend"]["measured_usd"] == pytest.approx(billed, abs=1e-6)
 
 
+def test_in_a_message_batch_the_replies_are_the_same_at_half_the_price(server, tmp_path):
+    r, live, scripted = control_step("prefs", tmp_path, **{"llm.batches": True, "llm.batch_poll_s": 0.01})
+    assert [x["response"] for x in live] == [x["response"] for x in scripted]
+    assert len(server.billed) == 24 * N and all(b["batched"] for b in server.billed)
+    billed = server.billed_usd(r.settings.prices)
+    assert 0.75 <= r.report["spend"]["estimate"]["usd"] / billed <= 1.25
+    assert r.report["spend"]["ledger"]["billed_usd"] == pytest.approx(billed, abs=1e-6)
+
+
 def test_a_live_step_without_confirmation_calls_nothing(server, tmp_path):
     with pytest.raises(NotConfirmed, match="confirm_live"):
         control_step("prefs", tmp_path, yes=False)

@@ -7,7 +7,8 @@ episode's context and the request behind fences in the user turn (data never in 
 turn). The score is the raw replies; the summary job judges them as any model's. The runner
 owns the estimate (this suite's scripted twin answers as :class:`urd.rung3.reader.ScriptedReader`
 would, so the call graph and the reply lengths are a real run's), the confirmation, the ceiling
-(``agentmem.spend.max_usd_urd3``, a cell's), the ledger and the replay cache. A cell that stops
+(``agentmem.spend.max_usd_urd3``, a cell's), the ledger and the replay cache; with
+``agentmem.llm.batches`` a cell's requests go in one Message Batch first, at half the price. A cell that stops
 short is not scored: :class:`LLMReader` raises :class:`Incomplete`, naming the stop and the spend.
 """
 
@@ -21,11 +22,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..agentmem import suite as S
+from ..agentmem.runtime import is_live
 from ..core.errors import UrdError
 from ..cost import agentmem as estimate_mod
 from ..data.rung3 import Family
 from ..llm import SCRIPTED_MODEL, Request, Routes, Truncated, fence, fenced_blocks
 from ..llm import purposes as P
+from ..llm.client import BATCH_PRICE
 from ..stores.settings import Settings, for_job, with_overrides
 from .reader import known_sides, request_of, sides_for
 
@@ -83,13 +86,20 @@ class Rung3Live(S.Suite):
     def units(self) -> list[S.Unit]:
         return [S.Unit(self.cell, ledger=(SUITE, self.model, *self.cell.split("/")))]
 
+    opening = "the message batch"
+
+    def requests(self) -> list[Request]:
+        mt = self.s.max_tokens[P.REPLY]
+        return [ask_request(c, p, mt, replica=f"{self.cell}/{i}") for i, (c, p) in enumerate(self.items)]
+
     def start(self, unit, run):
+        if self.s.raw["llm"]["batches"] and is_live(run.llm.routes):  # every request at once, at half price
+            run.llm.prefetch(self.requests(), poll_s=float(self.s.raw["llm"]["batch_poll_s"]))
         return run.llm
 
     def samples(self, unit, llm):
-        mt = self.s.max_tokens[P.REPLY]
-        for i, (context, prompt) in enumerate(self.items):
-            yield f"request {i + 1} of {len(self.items)}", ask_request(context, prompt, mt, replica=f"{self.cell}/{i}")
+        for i, request in enumerate(self.requests()):
+            yield f"request {i + 1} of {len(self.items)}", request
 
     def ask(self, llm, request: Request) -> str:
         try:
@@ -121,6 +131,8 @@ class Rung3Live(S.Suite):
         usd = estimate_mod.call_graph_usd(priced, routes, requests, count)
         note = (f"{SUITE} {self.cell}: the scripted reader's requests at list prices, input at "
                 f"{settings.raw['estimate']['bytes_per_token']:g} bytes a token, output at its replies' length")
+        if settings.raw["llm"]["batches"]:
+            usd, note = usd * BATCH_PRICE, note + "; sent as one Message Batch, at half the list price"
         return estimate_mod.Estimate(f"{SUITE} {self.cell}", routes.model, "call graph", usd, {}, len(requests), note)
 
 
