@@ -117,16 +117,42 @@ def test_a_live_step_past_its_ceiling_stops_and_says_so(server, tmp_path):
     assert 0 < len(server.billed) < 24 * N and server.billed_usd(make_settings(tmp_path).prices) <= 0.05
 
 
-def test_state_and_model_writing_systems_get_no_cell_on_an_llm_model():
+def full_config(**agentmem):
     import yaml
     from conftest import REPO
-
-    from urd.rung3 import plan
 
     config = {**yaml.safe_load((REPO / "config/config.yaml").read_text()),
               **yaml.safe_load((REPO / "config/urd3.yaml").read_text()),
               **yaml.safe_load((REPO / "config/agentmem.yaml").read_text())}
     config["urd3"]["models"] = [*config["urd3"]["models"], MODEL]
+    config["agentmem"].update(agentmem)
+    return config
+
+
+def test_the_control_command_asks_only_with_yes_or_the_configs_confirmation(server, tmp_path, capsys):
+    from urd.core.io import atomic_write_jsonl, read_jsonl
+    from urd.rung3 import cli, plan
+
+    fam, eps = episodes("prefs", N)
+    RESPONDER[0] = __import__("urd.rung3.live", fromlist=["x"]).scripted_responder(fam)
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    atomic_write_jsonl(a, [views.session_a(e) for e in eps])
+    atomic_write_jsonl(b, [views.session_b(e) for e in eps])
+    spec = plan.spec(full_config(work_dir=str(tmp_path / "work")), MODEL)
+    argv = ["control", "--family", "prefs", "--model", MODEL, "--sessions", str(a), "--prompts", str(b),
+            "--spec", json.dumps(spec), "--out", str(tmp_path / "raw.jsonl")]
+    assert cli.main(argv) == 1 and server.log == []
+    assert "confirm_live" in capsys.readouterr().err
+    assert cli.main([*argv, "--yes"]) == 0 and len(server.billed) == 24 * N
+    scripted = run.control(ScriptedReader(fam), [views.session_a(e) for e in eps], [views.session_b(e) for e in eps])
+    assert [r["response"] for r in read_jsonl(tmp_path / "raw.jsonl")] == [r["response"] for r in scripted]
+    assert (tmp_path / "work/urd3-control" / MODEL / "prefs/ledgers").is_dir()  # the job's own folder
+
+
+def test_state_and_model_writing_systems_get_no_cell_on_an_llm_model():
+    from urd.rung3 import plan
+
+    config = full_config()
     ran, not_run = plan.systems(config, MODEL)
     assert {"summary", "state_carry"} <= set(not_run) and "gzip_tail" in ran
     assert "an LLM model" in not_run["state_carry"]
