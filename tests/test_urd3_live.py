@@ -4,6 +4,7 @@ control steps as the jobs run them, the model replying as the scripted reader wo
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from fake_messages_api import FakeMessagesAPI
@@ -14,8 +15,9 @@ from test_urd3 import PLUGINS, episodes
 from urd.agentmem.runtime import NotConfirmed
 from urd.data import views
 from urd.harness import fiches
+from urd.llm import fenced_blocks
 from urd.rung3 import run
-from urd.rung3.live import Incomplete, LLMReader, job_settings
+from urd.rung3.live import Incomplete, LLMReader, job_settings, scripted_responder
 from urd.rung3.reader import ScriptedReader
 from urd.systems import registry
 
@@ -45,8 +47,6 @@ def settings(tmp_path, cell, **changes):
 
 
 def reader(fam, s, cell, yes=True):
-    from urd.rung3.live import scripted_responder
-
     RESPONDER[0] = scripted_responder(fam)
     return LLMReader(MODEL, fam, s, cell, yes=yes, **QUIET)
 
@@ -134,7 +134,7 @@ def test_the_control_command_asks_only_with_yes_or_the_configs_confirmation(serv
     from urd.rung3 import cli, plan
 
     fam, eps = episodes("prefs", N)
-    RESPONDER[0] = __import__("urd.rung3.live", fromlist=["x"]).scripted_responder(fam)
+    RESPONDER[0] = scripted_responder(fam)
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     atomic_write_jsonl(a, [views.session_a(e) for e in eps])
     atomic_write_jsonl(b, [views.session_b(e) for e in eps])
@@ -177,16 +177,12 @@ def test_the_network_and_work_folder_are_a_live_jobs_only():
 
 def by_family_responder(n: int):
     """The server's model for a whole workflow: each request answered by its family's scripted reader."""
-    from urd.rung3.live import scripted_responder
-
     asked = {}
     for name in ("prefs", "code"):
         fam, eps = episodes(name, n)
         asked.update({q["prompt"]: scripted_responder(fam) for e in eps for q in views.session_b(e)["queries"]})
 
     def respond(request):
-        from urd.llm import fenced_blocks
-
         return asked[dict(fenced_blocks(request.user))["request"]](request)
 
     return respond
@@ -209,7 +205,7 @@ def test_the_workflow_runs_a_live_model_only_when_confirmed_and_prices_it_in_the
 
     RESPONDER[0] = by_family_responder(2)
     with MessagesServer(FakeMessagesAPI(lambda r: ANSWER(r)), lifetime_s=600) as srv:
-        env = {**__import__("os").environ, "ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": srv.base_url}
+        env = {**os.environ, "ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": srv.base_url}
         dry = snakemake(wf, target, "-n", *overlay(), env=env, check=True)
         assert "API US$" in dry.stdout + dry.stderr and "usd_cents=" in dry.stdout
         refused = snakemake(wf, target, *overlay(), env=env)
