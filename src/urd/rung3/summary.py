@@ -153,6 +153,12 @@ def table(summary: dict) -> str:
                 if s in cells:
                     out.append(f"| {system} | {s} | " + " | ".join(_pct(cells[s]["types"].get(k)) for k in kinds) + " |")
         out.append("")
+    out += ["Context, not comparable figures: the field's naturalistic memory benchmarks score with an LLM judge, "
+            "and as reported on those projects' trackers the judge can decide the number (identical LoCoMo answers "
+            "at 91.0 % and 35.0 % under two judge prompts; identical LongMemEval answers at 31.4 %, 48.5 % and "
+            "76.3 % under three judges; PersonaMem's 4-option questions at 49 % with no context). PrefEval (ICLR "
+            "2025) finds zero-shot preference following below 10 % after 10 turns for most models. Every figure "
+            "above is a deterministic function of the replies in responses.jsonl.", ""]
     if summary["not_run"]:
         out += ["Systems with no cell on this model:", ""]
         out += [f"- {s}: {why}" for s, why in sorted(summary["not_run"].items())]
