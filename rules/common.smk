@@ -194,8 +194,12 @@ def summary_static(wildcards):
 # --- replay baselines ----------------------------------------------------------------------
 REPLAY = W.replay_plan.replay_recipes(config)  # {system: recipe}
 REPLAY_RECIPES = sorted(set(REPLAY.values()))
-# every recipe a tuning job may run: rung 1's and rung 2's doses (urd.rung2.dose)
-TUNE_RECIPES = sorted(set(REPLAY_RECIPES) | set(W.urd2.dose_recipes(config)))
+# every recipe a tuning job may run: rung 1's, rung 2's doses (urd.rung2.dose) and rung 3's
+TUNE_RECIPES = sorted(
+    set(REPLAY_RECIPES)
+    | set(W.urd2.dose_recipes(config))
+    | set(W.urd3.replay_recipes(config).values())
+)
 REPLAY_SETTINGS = config.get("replay", {})
 
 
@@ -231,7 +235,8 @@ def tune_resource(key):
 
 def tune_inputs(wildcards):
     t = W.replay_plan.by_sha(config, wildcards.sha)
-    return {**model_inputs(wildcards), "data": DATA[t.task], "checked": verified(DATA[t.task])}
+    data = DATA[t.task] if t.task in DATA else U3_A[t.task]  # a rung-1 task or a rung-3 family
+    return {**model_inputs(wildcards), "data": data, "checked": verified(data)}
 
 
 def replay_costs_inputs(wildcards):

@@ -53,6 +53,7 @@ rule urd3_control:
 rule urd3_consolidate:
     input:
         unpack(u3_model),
+        unpack(u3_artifacts),
         sessions=lambda wc: U3_A[wc.family],
         checked=lambda wc: verified(U3_A[wc.family]),
     output:
@@ -73,6 +74,7 @@ rule urd3_consolidate:
     params:
         spec=u3_spec,
         budget=lambda wc: U3_BUDGETS[wc.split],
+        artifacts=u3_artifacts_dir,
         code=u3_systems_code,
     script:
         "../scripts/urd3_consolidate.py"

@@ -51,6 +51,27 @@ def u3_static(wildcards):
     )
 
 
+U3_REPLAY = U3.replay_recipes(config)  # {system: recipe}: their artifacts come from rule tune_state
+
+
+def u3_artifacts(wildcards):
+    """A replay system's tuning artifacts on a backbone, one an evaluated episode of the family
+    (rules/replay.smk makes them, named by the transcript's SHA-256); none for another system."""
+    recipe = U3_REPLAY.get(wildcards.system)
+    if recipe is None or wildcards.model not in config["backbones"]:
+        return {}
+    shas = [t.sha256 for t in U3.transcripts(config, wildcards.family)]
+    names = ("costs.json", "time_state.npy")
+    return {
+        "artifacts": [replay_artifact(wildcards.model, recipe, s, n) for s in shas for n in names]
+    }
+
+
+def u3_artifacts_dir(wildcards):
+    recipe = U3_REPLAY.get(wildcards.system)
+    return f"artifacts/replay/{wildcards.model}/{recipe}" if recipe else ""
+
+
 def u3_model(wildcards):
     """A backbone model's checkpoint and its checks (none for the scripted reader); an LLM's jobs
     read the schema their agent-memory settings are checked against."""
@@ -81,7 +102,8 @@ def u3_curve_inputs(wildcards):
 
 def u3_resources(step):
     """A rung-3 job's resources (urd.rung3.plan.resources): CPU seconds for the spend line, memory
-    and wall time for a cluster; an answer or control job's API dollars (usd_cents) too."""
+    and wall time for a cluster; an answer, control or consolidate job's API dollars (usd_cents) too.
+    """
 
     def resource(key):
         return lambda wc: U3.resources(
@@ -93,8 +115,10 @@ def u3_resources(step):
             wc.get("split"),
         )[key]
 
-    def usd_cents(wc):  # an LLM model's answer and control jobs: the estimate, in whole cents
+    def usd_cents(
+        wc,
+    ):  # an LLM's answer, control and note-writing jobs: the estimate, in whole cents
         return U3.usd_cents(config, wc.model, wc.family, step, wc.get("system"), wc.get("split"))
 
-    extra = {"usd_cents": usd_cents} if step in ("answer", "control") else {}
+    extra = {"usd_cents": usd_cents} if step in ("answer", "control", "consolidate") else {}
     return {**{k: resource(k) for k in ("cpu_seconds", "mem_mb", "runtime")}, **extra}

@@ -89,12 +89,15 @@ class FakeMessagesAPI:
         if isinstance(answer, tuple):
             return httpx2.Response(400, json={"type": "error", "error": {"type": "invalid_request_error", "message": answer[1]}})
         model = self.answered_model(user) if self.answered_model else body["model"]
+        stop, out_tokens = "end_turn", len(answer) // 4 + 1  # the fake's tokens: 4 characters each
+        if out_tokens > body["max_tokens"]:  # cut where the budget ends, as the API does
+            stop, out_tokens, answer = "max_tokens", body["max_tokens"], answer[: 4 * body["max_tokens"]]
         return httpx2.Response(
             200,
             json={
                 "id": f"msg_{len(self.requests)}", "type": "message", "role": "assistant", "model": model,
-                "content": [{"type": "text", "text": answer}], "stop_reason": "end_turn", "stop_sequence": None,
-                "usage": {"input_tokens": len(user) // 4, "output_tokens": len(answer) // 4 + 1,
+                "content": [{"type": "text", "text": answer}], "stop_reason": stop, "stop_sequence": None,
+                "usage": {"input_tokens": len(user) // 4, "output_tokens": out_tokens,
                           "cache_creation_input_tokens": len(system) // 4, "cache_read_input_tokens": 0},
             },
         )

@@ -4,6 +4,7 @@ the jobs)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import sys
@@ -347,6 +348,42 @@ def test_systems_without_a_text_session_a_get_no_cell_on_the_scripted_reader():
     assert {"vanilla", "gzip_tail", "retrieval", "oracle"} <= set(ran)
     assert {"summary", "state_carry"} <= set(not_run) and not set(ran) & set(not_run)
     assert "scripted reader" in not_run["summary"]
+
+
+def test_every_system_gets_a_cell_on_a_backbone_and_the_state_systems_none_on_a_reader():
+    import yaml
+
+    from urd.core.config import load_config
+    from urd.rung3 import plan
+
+    config = load_config(REPO / "config/config.yaml")
+    config["urd3"] = yaml.safe_load((REPO / "config/urd3.yaml").read_text())["urd3"]
+    for backbone in ("tiny", "learned"):
+        ran, not_run = plan.systems(config, backbone)
+        assert not not_run and {"summary", "state_carry", "replay_tune"} <= set(ran), backbone
+    assert {"state_carry", "replay_tune"} <= set(plan.systems(config, "scripted")[1])
+    assert plan.replay_recipes(config) == {"replay_tune": "replay_tune"}
+
+
+def test_rung3_transcripts_are_found_by_their_hash_for_the_tuning_rule():
+    import yaml
+
+    from urd.core.config import load_config
+    from urd.rung3 import plan
+    from urd.workflow import replay as replay_plan
+
+    config = load_config(REPO / "config/config.yaml")
+    config["urd3"] = {**yaml.safe_load((REPO / "config/urd3.yaml").read_text())["urd3"], "evaluate_episodes": 2}
+    found = plan.transcripts(config)
+    assert [(t.family, t.episode) for t in found] == [("prefs", 0), ("prefs", 1), ("code", 0), ("code", 1)]
+    for t in found:
+        view = views.VIEWS["session_a"](generate_episode(config["master_seed"], family(t.family), t.episode, SPEC))
+        assert hashlib.sha256(view["transcript"].encode()).hexdigest() == t.sha256  # what the job re-checks
+        got = replay_plan.by_sha(config, t.sha256)
+        assert (got.task, got.episode, got.sha256) == tuple(t)
+    assert len({t.sha256 for t in found}) == 4
+    with pytest.raises(InputError, match="SHA-256 of an evaluated"):
+        replay_plan.by_sha(config, "0" * 64)
 
 
 # --- the plug-in ---------------------------------------------------------------------------------

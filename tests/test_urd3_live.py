@@ -17,7 +17,7 @@ from urd.data import views
 from urd.harness import fiches
 from urd.llm import fenced_blocks
 from urd.rung3 import run
-from urd.rung3.live import Incomplete, LLMReader, job_settings, scripted_responder
+from urd.rung3.live import Incomplete, LLMReader, job_settings, scripted_notes, scripted_responder
 from urd.rung3.reader import ScriptedReader
 from urd.systems import registry
 
@@ -149,30 +149,80 @@ def test_the_control_command_asks_only_with_yes_or_the_configs_confirmation(serv
     assert (tmp_path / "work/urd3-control" / MODEL / "prefs/ledgers").is_dir()  # the job's own folder
 
 
-def test_state_and_model_writing_systems_get_no_cell_on_an_llm_model():
+def test_state_systems_get_no_cell_on_an_llm_model_and_a_note_writer_is_priced():
     from urd.rung3 import plan
 
     config = full_config()
     ran, not_run = plan.systems(config, MODEL)
-    assert {"summary", "state_carry"} <= set(not_run) and "gzip_tail" in ran
+    assert {"state_carry", "replay_tune"} <= set(not_run) and {"gzip_tail", "summary"} <= set(ran)
     assert "an LLM model" in not_run["state_carry"]
     assert plan.cpu_seconds(config, MODEL, "prefs", "answer", "gzip_tail", "over") < 10
     cents = plan.usd_cents(config, MODEL, "prefs", "control")
     assert isinstance(cents, int) and cents > 0 and plan.usd_cents(config, "scripted", "prefs", "control") == 0
     assert plan.usd_cents(config, MODEL, "prefs", "answer", "gzip_tail", "over") < cents
+    assert plan.usd_cents(config, MODEL, "prefs", "consolidate", "gzip_tail", "over") == 0  # no model work
+    # summary's notes: its 12 prompts (a 1.3 K-token transcript each) and its notes, priced
+    notes = plan.usd_cents(config, MODEL, "prefs", "consolidate", "summary", "sanity")
+    assert 0 < notes < cents
+    assert plan.usd_cents(config, "tiny", "prefs", "consolidate", "summary", "sanity") == 0
     config["urd3"]["models"].append("claude-unpriced-1")
     with pytest.raises(Exception, match="urd3.models"):
         plan.systems(config, "claude-unpriced-1")
 
 
+def notes_step(name, split, budget, tmp_path, **changes):
+    """Session A of summary on the live route, as its consolidate job runs it."""
+    from urd.rung3.live import LLMWriter
+    from urd.session.handle import ModelHandle
+
+    _, eps = episodes(name, N)
+    RESPONDER[0] = scripted_notes()  # the server's model writes the latest preference set
+    cell = f"summary/{name}/{split}"
+    s = job_settings(make_settings(tmp_path, **{"estimate.bytes_per_token": 4.0, "llm.max_retries": 1, **changes}),
+                     MODEL, cell, "consolidate")
+    writer = LLMWriter(MODEL, s, cell, yes=True, **QUIET)
+    recs = run.consolidate(registry.build("summary", ModelHandle(writer), PLUGINS), name,
+                           [views.session_a(e) for e in eps], split, budget, 10)
+    oracle = run.consolidate(registry.build("oracle", run.no_model(MODEL), PLUGINS), name,
+                             [views.session_a(e) for e in eps], split, budget, 10)
+    return writer, recs, oracle
+
+
+@pytest.mark.parametrize("name", ["prefs", "code"])
+def test_summary_writes_its_notes_with_the_llm_under_the_contract_and_its_estimate_is_the_bill(server, tmp_path, name):
+    writer, recs, oracle = notes_step(name, "sanity", 960, tmp_path)
+    # the notes are what the model wrote: here the oracle's lines, which fit the sanity budget
+    assert [fiches.read_one(r) for r in recs] == [fiches.read_one(r) for r in oracle]
+    for r in recs:  # metered as the prompt read and the notes written, within the cap
+        assert r["declared_tokens"] == r["metered_tokens"] <= r["token_cap"] and r["metered_tokens"] > r["transcript_tokens"]
+    assert len(server.billed) == N  # one request an episode
+    billed = server.billed_usd(writer.settings.prices)
+    assert 0.75 <= writer.report["spend"]["estimate"]["usd"] / billed <= 1.25
+    sent = len(server.billed)
+    _, recs2, _ = notes_step(name, "sanity", 960, tmp_path)
+    assert recs2 == recs and len(server.billed) == sent  # replayed from the cache, paid once
+
+
+def test_notes_cut_at_their_budget_are_kept_once_not_asked_again(server, tmp_path):
+    writer, recs, oracle = notes_step("prefs", "over", 120, tmp_path)
+    assert len(server.billed) == N  # a reply cut at max_tokens: no retry at a larger budget
+    assert writer.report["usage"]["truncated"].get("notes", 0) == N
+    for r, o in zip(recs, oracle):
+        notes = fiches.read_one(r).decode()
+        assert 0 < r["fiche_bytes"] <= 120 and notes.split("\n")[0] == fiches.read_one(o).decode().split("\n")[0]
+
+
 def test_the_network_and_work_folder_are_a_live_jobs_only():
     from urd.workflow.sandbox import NETWORK
 
-    config = {"backbones": {"tiny": {}}}
+    config = full_config()
     for rule in ("urd3_answer", "urd3_control"):
         assert NETWORK[rule]({"model": MODEL}, config) is True
         assert not NETWORK[rule]({"model": "scripted"}, config) and not NETWORK[rule]({"model": "tiny"}, config)
-    assert not NETWORK.get("urd3_consolidate", lambda wc, config=None: False)({"model": MODEL}, config)
+    writes = NETWORK["urd3_consolidate"]
+    assert writes({"model": MODEL, "system": "summary"}, config) is True
+    assert not writes({"model": MODEL, "system": "gzip_tail"}, config)
+    assert not writes({"model": "tiny", "system": "summary"}, config)
 
 
 def by_family_responder(n: int):
@@ -182,8 +232,11 @@ def by_family_responder(n: int):
         fam, eps = episodes(name, n)
         asked.update({q["prompt"]: scripted_responder(fam) for e in eps for q in views.session_b(e)["queries"]})
 
+    notes = scripted_notes()
+
     def respond(request):
-        return asked[dict(fenced_blocks(request.user))["request"]](request)
+        blocks = dict(fenced_blocks(request.user))
+        return notes(request) if "text" in blocks else asked[blocks["request"]](request)
 
     return respond
 
@@ -213,9 +266,12 @@ def test_the_workflow_runs_a_live_model_only_when_confirmed_and_prices_it_in_the
         logs = "".join(p.read_text() for p in (wf / "logs/urd3").rglob("*.log"))
         assert "confirm_live" in logs + refused.stdout + refused.stderr, refused.stderr[-3000:]
         snakemake(wf, target, *overlay(confirm_live=True), env=env, check=True)
-        assert len(srv.billed) == 2 * (2 * 2 + 1) * 2 * 24  # families x (cells + control) x episodes x requests
+        # families x (cells + control) x episodes x requests, and summary's notes: families x splits x episodes
+        assert len(srv.billed) == 2 * (3 * 2 + 1) * 2 * 24 + 2 * 2 * 2
     summary = json.loads((wf / target).read_text())
     for fam in summary["families"].values():
         assert fam["control"]["score"] == 1.0 and fam["cells"]["oracle"]["sanity"]["retention"] == 1.0
         assert fam["cells"]["vanilla"]["sanity"]["retention"] == 0.0
-    assert "summary" in summary["not_run"]
+        assert fam["cells"]["summary"]["sanity"]["retention"] == 1.0  # the model's notes carried the set
+    assert "summary" not in summary["not_run"]
+    assert list((tmp_path / "work/urd3-consolidate").rglob("ledgers"))  # the writer's job folder

@@ -3,6 +3,7 @@ files, and a bad plug-in type refused when the DAG is built."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -152,3 +153,24 @@ def test_the_curve_rises_with_the_budget_and_shares_the_tables_cells(workflow):
     assert (workflow / "results/urd3/scripted/oracle/prefs/over/raw.jsonl").exists()
     assert not list((workflow / "results/urd3/scripted/oracle/prefs").glob("b120"))
     assert "b480" in proc.stdout + proc.stderr or (workflow / "results/urd3/scripted/oracle/prefs/b480").is_dir()
+
+
+@pytest.mark.slow
+def test_a_rung1_replay_system_runs_on_rung3_from_the_tuning_rule_unchanged(workflow):
+    """replay_tune on tiny: rule tune_state tunes each rung-3 transcript (found by its SHA-256),
+    session A reads the artifacts and declares what they metered, session B answers from the fiche."""
+    (workflow / "short.yaml").write_text("urd3:\n  evaluate_episodes: 2\n")
+    cell = "results/urd3/tiny/replay_tune/prefs/over"
+    snakemake(workflow, f"{cell}/raw.jsonl", "--configfile", "short.yaml", check=True)
+    sessions = read_jsonl(workflow / "data/urd3/prefs.session_a.jsonl")[:2]
+    fiches = read_jsonl(workflow / cell / "fiches.jsonl")
+    assert [f["episode"] for f in fiches] == [0, 1]
+    for ep, rec in zip(sessions, fiches):
+        sha = hashlib.sha256(ep["transcript"].encode()).hexdigest()
+        costs = json.loads((workflow / f"artifacts/replay/tiny/replay_tune/{sha}/costs.json").read_text())
+        assert (costs["task"], costs["episode"], costs["transcript_sha256"]) == ("prefs", ep["episode"], sha)
+        assert rec["declared_tokens"] == costs["trained_tokens"] <= rec["token_cap"]
+        assert rec["fiche_bytes"] <= 120 and rec["metered_tokens"] == 0  # session A read, never tuned
+    raw = read_jsonl(workflow / cell / "raw.jsonl")
+    prompts = read_jsonl(workflow / "data/urd3/prefs.session_b.jsonl")[:2]
+    assert len(raw) == sum(len(ep["queries"]) for ep in prompts) and all(isinstance(r["response"], str) for r in raw)

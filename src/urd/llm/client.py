@@ -58,7 +58,9 @@ class LLM:
 
     A reply cut at ``max_tokens`` is counted (``meter.truncated``), billed, and asked once more
     with ``retry_factor`` times the budget, up to the purpose's ``max_retry_tokens`` where one is
-    set; cut again, the call fails with :class:`Truncated`. A cut reply is never returned.
+    set; cut again, the call fails with :class:`Truncated`. A cut reply is never returned, but to
+    a caller that keeps only a prefix of it anyway (``ask(request, cut_ok=True)``: notes that stop
+    at their budget), once, counted as truncated, without the retry.
 
     Every live call goes through ``ledger`` (:mod:`urd.llm.ledger`), the target's spend across
     processes: written down at its worst case before it is sent, settled with what the API billed
@@ -113,12 +115,14 @@ class LLM:
         """Spent or possibly spent by this target, across its processes (the ceiling's measure)."""
         return self.ledger.committed_usd
 
-    def ask(self, request: Request) -> str:
+    def ask(self, request: Request, *, cut_ok: bool = False) -> str:
         self.collect_left()
         completion = self._ask_once(request)
         if not completion.truncated:
             return completion.text
         self.meter.truncated[request.purpose] += 1
+        if cut_ok:
+            return completion.text
         larger = request.max_tokens * self.retry_factor
         larger = min(larger, self.max_retry_tokens.get(request.purpose, larger))
         if larger > request.max_tokens:

@@ -13,5 +13,7 @@ JUDGE = "judge"
 # urd rung 3: a reply to a session-B request from its context; its own routes (urd.rung3.live),
 # so the agent-memory reports' purposes stay as they were
 REPLY = "reply"
+# and the notes its summary system writes in session A on the live route (urd.rung3.live.LLMWriter)
+NOTES = "notes"
 
 PURPOSES = (EXTRACT, CONTRADICTION, UPDATE, UPDATE_CONFIRM, REANCHOR, REANCHOR_CHECK, DECIDE, SUMMARIZE, JUDGE)

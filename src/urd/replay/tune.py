@@ -28,6 +28,8 @@ from pathlib import Path
 
 from ..core.errors import InputError, UrdError
 from ..core.io import read_jsonl
+from ..data import TASKS
+from ..data.rung3 import BUILTIN
 from .artifact import write_artifact
 from .recipe import Recipe, resolve
 
@@ -112,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--checkpoint", required=True)
     ap.add_argument("--checkpoint-stamp", help="the verify stamp of the checkpoint (its SHA-256)")
     ap.add_argument("--data", required=True)
-    ap.add_argument("--task", required=True, choices=["t1", "t2"])
+    ap.add_argument("--task", required=True, choices=[*TASKS, *BUILTIN],
+                    help="a rung-1 task or a rung-3 family (the transcript's source)")
     ap.add_argument("--episode", required=True, type=int)
     ap.add_argument("--sha256", required=True, help="SHA-256 of the episode's transcript")
     ap.add_argument("--recipe", required=True)

@@ -2,7 +2,7 @@
 
     python -m urd.rung3.cli calibrate --spec S [--check | --write-manifest]   # data/urd3/<family>.jsonl and views
     python -m urd.rung3.cli consolidate --family prefs --system retrieval --split over --budget 120 \\
-        --sessions data/urd3/prefs.session_a.jsonl --model scripted --spec S --out fiches.jsonl
+        --sessions data/urd3/prefs.session_a.jsonl --model scripted --spec S [--artifacts DIR] --out fiches.jsonl
     python -m urd.rung3.cli answer --family prefs --system retrieval --model scripted \\
         --prompts data/urd3/prefs.session_b.jsonl --fiches fiches.jsonl --spec S --out raw.jsonl
     python -m urd.rung3.cli control --family prefs --model scripted --sessions A --prompts B --spec S --out raw.jsonl
@@ -102,11 +102,24 @@ def _spec_system(spec: dict) -> dict:
     return {"plugins": spec.get("plugins", {}), "system_settings": spec.get("system_settings", {})}
 
 
+def _writer_handle(args, spec: dict):
+    """Session A's handle on the live route: an LLM writes what a system decodes (urd.rung3.live.LLMWriter),
+    loaded only if the system asks the model (gzip_tail never does)."""
+    from ..session.handle import ModelHandle
+    from ..stores.settings import validate
+    from .live import LLMWriter, job_settings
+
+    cell = f"{args.system}/{args.family}/{args.split}"
+    settings = job_settings(validate(spec["agentmem"], "--spec: agentmem"), args.model, cell, "consolidate")
+    return ModelHandle(loader=lambda: LLMWriter(args.model, settings, cell, spec.get("types"), yes=args.yes))
+
+
 def cmd_consolidate(args, spec):
     from ..harness import fiches
     from .run import consolidate
 
-    system = build_system(args.system, _spec_system(spec), _handle(args, spec))
+    handle = _writer_handle(args, spec) if "agentmem" in spec else _handle(args, spec)
+    system = build_system(args.system, _spec_system(spec), handle, args.artifacts)
     sessions = _select(read_jsonl(args.sessions), spec)
     recs = consolidate(system, args.family, sessions, args.split, args.budget, spec["consolidation_factor"])
     fiches.write(args.out, labelled(recs))
@@ -190,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         p[name].add_argument("--prompts", required=True, help="the session-B view (header, prompts)")
     p["consolidate"].add_argument("--split", required=True)
     p["consolidate"].add_argument("--budget", type=int, default=None)
+    p["consolidate"].add_argument("--artifacts", help="tuning artifacts of the system's recipe (replay systems)")
     p["answer"].add_argument("--fiches", required=True)
     p["answer"].add_argument("--split", default="cell", help="the cell's split: names a live cell's ledger and work folder")
     for name in ("summary", "curve"):

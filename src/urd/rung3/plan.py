@@ -6,13 +6,17 @@ needs none (`consolidates_from_text`): summary writes its notes with the model, 
 and the replay systems carry a model state, which such a reader cannot read. Those systems are
 listed in the summary with the reason (`not_run`) and get no cell, never a zero. The same holds on
 an LLM model (the live route, urd.rung3.live: any model priced in `agentmem.prices`): a state
-cannot go to an API, and session A has no model writer there.
+cannot go to an API, and session A has no model writer there. On an RWKV-7 backbone every
+system runs; a replay system reads the artifacts of rung 1's tuning rule (rules/replay.smk),
+which finds rung 3's transcripts by their SHA-256 (`transcripts`).
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
+from typing import NamedTuple
 
 from ..core.errors import InputError
 from ..data.rung3 import family
@@ -43,8 +47,6 @@ def manifest(config: dict) -> str:
 
 
 def _types_tag(config: dict) -> str:
-    import hashlib
-
     # in the config's order: the order of the types is the order episodes are drawn in
     return hashlib.sha256(json.dumps(list(config["urd3"]["types"].items())).encode()).hexdigest()[:12]
 
@@ -72,21 +74,83 @@ def systems(config: dict, model: str) -> tuple[list[str], dict[str, str]]:
     run, not_run = [], {}
     for name in u["systems"]:
         cls = registry.resolve(name, table, source=SOURCE)
-        if getattr(cls, "needs_artifacts", False):
-            not_run[name] = (f"{cls.__name__} state-tunes on tuning artifacts, which rung 3's DAG does not "
-                             "make yet")
-        elif model == SCRIPTED and not cls.consolidates_from_text:
+        if model == SCRIPTED and not cls.consolidates_from_text:
             not_run[name] = (f"{cls.__name__} consolidates with a model (or carries its state): the scripted "
                              "reader runs none and reads text only")
-        elif not cls.consolidates_from_text:
-            not_run[name] = (f"{cls.__name__} consolidates with a model (or carries its state): on an LLM model "
-                             "a state cannot go to the API, and session A has no model writer")
+        elif is_llm(config, model) and not (cls.consolidates_from_text or writes_notes(config, name)):
+            not_run[name] = (f"{cls.__name__} carries a model state (or reads one): on an LLM model a state "
+                             "cannot go to the API")
         elif cls.context is MemorySystem.context:
             not_run[name] = (f"{cls.__name__} answers through the model itself (answer(), no context()): rung 3 "
                              "hands each episode's context to the model of the cell")
         else:
             run.append(name)
     return run, not_run
+
+
+def writes_notes(config: dict, system: str) -> bool:
+    """Whether the system's session A decodes text with the model (summary's notes; its class's
+    notes_tokens), which an LLM can write on the live route (urd.rung3.live.LLMWriter)."""
+    cls = registry.resolve(system, plugins(config), source=SOURCE)
+    settings = config.get("system_settings", {}).get(system, {})
+    return not getattr(cls, "needs_artifacts", False) and cls.notes_tokens(None, settings) > 0
+
+
+def replay_recipes(config: dict) -> dict[str, str]:
+    """{system: recipe} of rung 3's systems that read tuning artifacts (urd.systems.replay)."""
+    out = {}
+    for name in config["urd3"]["systems"]:
+        cls = registry.resolve(name, plugins(config), source=SOURCE)
+        if getattr(cls, "needs_artifacts", False):
+            out[name] = cls.recipe
+    return out
+
+
+class Transcript(NamedTuple):
+    family: str
+    episode: int
+    sha256: str
+
+
+@functools.lru_cache(maxsize=8)
+def _transcripts(spec_json: str) -> tuple[tuple[Transcript, str], ...]:
+    from ..data.rung3.episodes import generate_episode
+
+    spec = json.loads(spec_json)
+    n = min(spec["episodes"], spec.get("evaluate_episodes") or spec["episodes"])
+    out = []
+    for name in spec["families"]:
+        fam = family(name, spec.get("types"), SOURCE)
+        for i in range(n):
+            text = generate_episode(spec["master_seed"], fam, i, spec)["transcript"]
+            out.append((Transcript(name, i, hashlib.sha256(text.encode("utf-8")).hexdigest()), text))
+    return tuple(out)
+
+
+def _transcript_spec(config: dict) -> str:
+    return json.dumps({**data_spec(config), "evaluate_episodes": config["urd3"].get("evaluate_episodes")},
+                      sort_keys=True)
+
+
+def transcripts(config: dict, family_name: str | None = None) -> list[Transcript]:
+    """The evaluated session-A transcripts (all families, or one), named by SHA-256 from the
+    generators while the DAG is built (about 20 ms an episode); the tuning job checks the data
+    file's transcript against the hash."""
+    return [t for t, _ in _transcripts(_transcript_spec(config)) if family_name in (None, t.family)]
+
+
+@functools.lru_cache(maxsize=64)
+def _tokens(spec_json: str, sha256: str) -> int:
+    from ..backbone.tokenizer import count_tokens
+
+    return count_tokens(next(text for t, text in _transcripts(spec_json) if t.sha256 == sha256))
+
+
+def transcript_tokens(config: dict, sha256: str) -> int:
+    """World-tokenizer tokens of one evaluated transcript (it sizes the tuning recipe)."""
+    if sha256 not in {t.sha256 for t in transcripts(config)}:
+        raise InputError(SOURCE, "transcript", "the SHA-256 of an evaluated rung-3 transcript", sha256)
+    return _tokens(_transcript_spec(config), sha256)
 
 
 def check(config: dict) -> None:
@@ -169,8 +233,8 @@ def cpu_seconds(config: dict, model: str, family_name: str, step: str, system: s
         return priced_seconds(config, model, prefill=eps * (HEADER_TOKENS + fiche), batched=rows)
     if step == "consolidate":
         cls = registry.resolve(system, plugins(config), source=SOURCE)
-        if cls.consolidates_from_text:
-            return priced_seconds(config, model)  # no model work: start-up alone
+        if cls.consolidates_from_text or getattr(cls, "needs_artifacts", False):
+            return priced_seconds(config, model)  # no model work (a replay system reads its artifact)
         written = notes_tokens({**config, "plugins": plugins(config)}, system, budget, model)
         return priced_seconds(config, model, prefill=eps * TRANSCRIPT_TOKENS,
                               **(lockstep([written] * eps) if written else {}))
@@ -199,8 +263,11 @@ def _local(config: dict, model: str) -> bool:
 
 def usd_cents(config: dict, model: str, family_name: str, step: str, system: str | None = None,
               split: str | None = None) -> int:
-    """A rung-3 job's API spend in whole US cents: 0 but for an LLM's answer and control jobs."""
-    if not is_llm(config, model) or step not in ("answer", "control"):
+    """A rung-3 job's API spend in whole US cents: 0 but for an LLM's answer and control jobs, and
+    its consolidate jobs of a system that writes notes with the model."""
+    if not is_llm(config, model) or step not in ("answer", "control", "consolidate"):
+        return 0
+    if step == "consolidate" and not writes_notes(config, system):
         return 0
     return live_estimate(config, model, family_name, step, system, split).cents
 
@@ -216,13 +283,29 @@ def live_estimate(config: dict, model: str, family_name: str, step: str, system:
     from . import live
 
     cell = f"control/{family_name}" if step == "control" else f"{system}/{family_name}/{split}"
-    s = live.job_settings(validate(config["agentmem"], "config['agentmem']"), model, cell)
-    suite = live.Rung3Live(s, model, family(family_name, config["urd3"].get("types"), SOURCE),
-                           _items(config, family_name, step, splits(config).get(split)), cell)
+    s = live.job_settings(validate(config["agentmem"], "config['agentmem']"), model, cell,
+                          "consolidate" if step == "consolidate" else "answer")
+    if step == "consolidate":  # the prompts the system sends its writer, recorded by running its session A
+        sessions = _sessions_a(config, family_name)
+        build = lambda handle: registry.build(system, handle, plugins(config),
+                                              config.get("system_settings", {}).get(system, {}))
+        items = live.notes_items(build, family_name, sessions, split, splits(config).get(split),
+                                 config["consolidation_factor"])
+        suite = live.Rung3Notes(s, model, items, cell, config["urd3"].get("types"))
+    else:
+        suite = live.Rung3Live(s, model, family(family_name, config["urd3"].get("types"), SOURCE),
+                               _items(config, family_name, step, splits(config).get(split)), cell)
     routes = suite.routes(model, s, {})
     est = estimate(suite, s, routes)
     target = suite.units()[0].ledger
     return still_to_spend(s, routes, [target], est, s.raw["spend"][live.CEILING_KEY])
+
+
+def _sessions_a(config: dict, family_name: str) -> list[dict]:
+    from ..data import views
+
+    n = config["urd3"].get("evaluate_episodes") or config["urd3"]["episodes"]
+    return [views.session_a(ep) for ep in _episodes(json.dumps(data_spec(config), sort_keys=True), family_name, n)]
 
 
 def _items(config: dict, family_name: str, step: str, budget: int | None) -> list[tuple[str, str]]:

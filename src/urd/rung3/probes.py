@@ -13,6 +13,7 @@ rung 3 would.
 
 from __future__ import annotations
 
+from ..core.errors import InputError
 from ..data.rung3 import Family
 from ..data.rung3 import family as load_family
 from ..systems.base import MemorySystem
@@ -21,14 +22,30 @@ from .reader import known_sides
 
 
 def family_of(transcript: str, plugins: dict | None = None) -> Family:
-    """The family a transcript teaches, from its header line."""
+    """The family a transcript teaches, from its header line (the second); a transcript of no
+    rung-3 family (a rung-1 episode) is refused, never read as one."""
     from ..data.rung3 import HEADERS
 
     header = transcript.split("\n", 2)[1] if transcript.count("\n") >= 2 else ""
     for name, text in HEADERS.items():
         if header == text:
             return load_family(name, plugins)
-    return load_family("prefs", plugins)
+    raise InputError("transcript", "header line", f"one of rung 3's family headers ({', '.join(HEADERS)})",
+                     header[:80])
+
+
+def statements(family: Family, transcript: str, *, last: bool = True, scoped: bool = True) -> list[str]:
+    """The canonical statement of each type the transcript states, unscoped types first: of its
+    last statement (or its first), with its scope where it was stated with one (or without)."""
+    if last:
+        known = known_sides(family, transcript)
+    else:
+        known = {}
+        for line in transcript.splitlines():
+            single = known_sides(family, line)
+            known.update({k: v for k, v in single.items() if k not in known})
+    kinds = sorted(family.kinds, key=lambda k: k.scoped)  # unscoped first
+    return [k.statement(known[k.name][0], scoped=scoped and known[k.name][1]) for k in kinds if k.name in known]
 
 
 class _Statements(MemorySystem):
@@ -36,21 +53,9 @@ class _Statements(MemorySystem):
     scoped_lines = True
     last = True
 
-    def statements(self, family: Family, transcript: str) -> list[str]:
-        if self.last:
-            known = known_sides(family, transcript)
-        else:
-            known = {}
-            for line in transcript.splitlines():
-                single = known_sides(family, line)
-                known.update({k: v for k, v in single.items() if k not in known})
-        kinds = sorted(family.kinds, key=lambda k: k.scoped)  # unscoped first
-        return [k.statement(known[k.name][0], scoped=self.scoped_lines and known[k.name][1])
-                for k in kinds if k.name in known]
-
     def consolidate(self, transcript, budget_bytes):
         family = family_of(transcript, self.settings.get("types"))
-        return pack_lines(self.statements(family, transcript), budget_bytes)
+        return pack_lines(statements(family, transcript, last=self.last, scoped=self.scoped_lines), budget_bytes)
 
     def context(self, fiche, header):
         return self.text_context(fiche.decode("utf-8"), header)

@@ -174,6 +174,14 @@ class ModelHandle:
         `max_bytes` are one value for all, or one a group."""
         from ..backbone.batch import generate_groups
 
+        bb = self.__bb
+        if getattr(bb, "decodes_remotely", False):  # a model behind an API (urd.rung3.live.LLMWriter):
+            counts = [0] * len(groups)              # no state, no cached transcript; it meters every row
+            out = self.__metered(lambda: bb.generate_groups(groups, max_new_tokens=max_new_tokens, stop=stop,
+                                                            counts=counts, max_bytes=max_bytes))
+            for key, c in zip(scopes or (), counts):
+                self.__p.scoped[key] = self.__p.scoped.get(key, 0) + c
+            return out
         resolved, served, resumed = [], [], []
         for state, prompts in groups:
             prompts = [[int(t) for t in p] for p in prompts]

@@ -107,7 +107,7 @@ def validate(raw: Mapping, origin: str) -> Settings:
 #: Which of a job's names (its target's wildcards) make its own work folder, per suite.
 JOB_FOLDER_KEYS = {"trip-vs-move": ("case", "store", "model"), "update-gate": ("store", "model"),
                    "planting": ("model",), "urd3-answer": ("model", "system", "family", "split"),
-                   "urd3-control": ("model", "family")}
+                   "urd3-control": ("model", "family"), "urd3-consolidate": ("model", "system", "family", "split")}
 
 
 def job_folder(work_dir: str | Path, suite: str, names: Mapping[str, str]) -> Path:

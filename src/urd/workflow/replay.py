@@ -10,6 +10,9 @@ a transcript whose SHA-256 differs from the hash the DAG was built with.
 
 Only evaluated episodes (config `evaluate_episodes`) are tuned. Token counts (the harness
 tokenizer, loaded on first use) size each job's recipe and resources.
+
+Rung 3's session-A transcripts (urd.rung3.plan.transcripts) are looked up by SHA-256 too: one
+tuning rule serves both rungs, and an artifact is named by its transcript's content alone.
 """
 
 from __future__ import annotations
@@ -57,6 +60,15 @@ def _tokens(spec_json: str, sha256: str) -> int:
     return count_tokens(make(config, t.episode)["transcript"])
 
 
+def _rung3(config: dict) -> dict[str, Transcript]:
+    """Rung 3's evaluated session-A transcripts by SHA-256 (none without an urd3 section)."""
+    if "urd3" not in config:
+        return {}
+    from ..rung3 import plan as urd3
+
+    return {t.sha256: Transcript(t.family, t.episode, t.sha256) for t in urd3.transcripts(config)}
+
+
 def _spec(config: dict, episodes: int | None = None) -> str:
     from ..data.calibrate import data_spec
 
@@ -80,14 +92,22 @@ def _most_episodes(config: dict) -> int | None:
 
 
 def by_sha(config: dict, sha256: str) -> Transcript:
+    """The evaluated transcript (rung 1's, rung 2's dose-response or rung 3's) of this SHA-256; its
+    `task` is a rung-1 task or a rung-3 family."""
     for t in transcripts(config, episodes=_most_episodes(config)):
         if t.sha256 == sha256:
             return t
+    if sha256 in _rung3(config):
+        return _rung3(config)[sha256]
     raise InputError("config/config.yaml", "transcript", "the SHA-256 of an evaluated transcript", sha256)
 
 
 def transcript_tokens(config: dict, sha256: str) -> int:
-    by_sha(config, sha256)
+    t = by_sha(config, sha256)
+    if t.task not in TASKS:  # a rung-3 family
+        from ..rung3 import plan as urd3
+
+        return urd3.transcript_tokens(config, sha256)
     return _tokens(_spec(config, _most_episodes(config)), sha256)
 
 

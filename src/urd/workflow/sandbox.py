@@ -59,15 +59,25 @@ def _urd3_live(wildcards: Mapping, config: Mapping | None = None) -> bool:
     return _live(wildcards) and wildcards.get("model") not in (config or {}).get("backbones", {})
 
 
+def _urd3_writes(wildcards: Mapping, config: Mapping | None = None) -> bool:
+    # a consolidate job on an LLM asks it only for a system that writes notes with the model
+    from ..rung3.plan import writes_notes
+
+    return _urd3_live(wildcards, config) and writes_notes(dict(config or {}), wildcards.get("system"))
+
+
 #: The jobs that reach the network, and when: the checkpoint fetch, an LLM suite on a live model, and
-#: rung 3's answer and control jobs on an LLM (neither the scripted reader nor a backbone).
+#: rung 3's answer and control jobs on an LLM (neither the scripted reader nor a backbone), and its
+#: consolidate jobs there of a system that writes notes with the model (summary).
 NETWORK = {"fetch_backbone": lambda wc, config=None: True, "agentmem_trip_vs_move": _live,
-           "agentmem_update_gate": _live, "planting_run": _live, "urd3_answer": _urd3_live, "urd3_control": _urd3_live}
+           "agentmem_update_gate": _live, "planting_run": _live, "urd3_answer": _urd3_live, "urd3_control": _urd3_live,
+           "urd3_consolidate": _urd3_writes}
 #: The jobs that keep state in the LLM suites' work folder (``agentmem.work_dir``), and their suite:
 #: each its own folder in it (``urd.stores.settings.job_folder``: the replay cache, so a rerun never
 #: pays twice, the batch journal, the spend ledgers and the run's stores), bound alone.
 WORK_DIR_RULES = {"agentmem_trip_vs_move": "trip-vs-move", "agentmem_update_gate": "update-gate",
-                  "planting_run": "planting", "urd3_answer": "urd3-answer", "urd3_control": "urd3-control"}
+                  "planting_run": "planting", "urd3_answer": "urd3-answer", "urd3_control": "urd3-control",
+                  "urd3_consolidate": "urd3-consolidate"}
 #: The jobs that answer in session B, and their input that is handed over as an open descriptor
 #: instead of mounted: the checkpoint (the system's plug-in runs in the job's process).
 HIDDEN_INPUTS = {"answer": "model", "chain_answer": "model", "sweep_answer": "model", "urd3_answer": "model"}
