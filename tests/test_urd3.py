@@ -471,6 +471,17 @@ def test_no_episodes_context_is_built_knowing_another_episodes_fiche():
         assert mine in text and not any(other in text for other in own if other != mine)
 
 
+
+def test_a_reference_system_refuses_a_transcript_of_no_rung3_family():
+    from urd.core.config import load_config
+    from urd.data import calibrate
+    from urd.systems import registry
+
+    rung1 = calibrate.t1_episode(load_config(REPO / "config/config.yaml"), 0)["transcript"]
+    oracle = registry.build("oracle", run.no_model("scripted"), PLUGINS)
+    with pytest.raises(InputError, match="header line"):
+        oracle.consolidate(rung1, 960)
+
 @pytest.mark.parametrize("name", ["prefs", "code"])
 def test_a_codebook_carries_the_whole_set_in_a_few_bytes(name):
     """The byte budget binds statements carried as text (the oracle's ceiling), not the bits a
