@@ -239,6 +239,15 @@ def tune_inputs(wildcards):
     return {**model_inputs(wildcards), "data": data, "checked": verified(data)}
 
 
+def writeup_inputs(wildcards):
+    """What decides whether a cell is comparable at a scale (urd.tables.writeup.not_comparable):
+    its replay tuning losses, and a learned backbone's training record (its head's rows)."""
+    out = {"costs": f"results/urd/{wildcards.scale}/replay_costs.json"} if REPLAY_RECIPES else {}
+    if "train" in config["backbones"].get(wildcards.scale, {}):  # a backbone trained here
+        out["record"] = f"{model_path(wildcards.scale)}.train.json"
+    return out
+
+
 def replay_costs_inputs(wildcards):
     transcripts = W.replay_plan.transcripts(config)
     return [

@@ -214,6 +214,7 @@ for _part in ("pareto", "dose"):
 # measured on it (urd.tables.writeup); the README's main command builds it for `learned`.
 rule writeup_comparison:
     input:
+        unpack(writeup_inputs),
         summary=SUMMARY,
     output:
         md="results/urd/{scale}/writeup.md",

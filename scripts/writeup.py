@@ -3,5 +3,6 @@ from urd.tables.writeup import main
 from urd.workflow.job import run
 
 sm = snakemake
+given = {k: ["--" + k, sm.input[k]] for k in ("costs", "record") if k in sm.input.keys()}
 run(sm, main, ["--summary", sm.input.summary, "--scale", sm.wildcards.scale, "--bootstrap", sm.params.bootstrap,
-               "--md", sm.output.md, "--json", sm.output.json])
+               *given.get("costs", []), *given.get("record", []), "--md", sm.output.md, "--json", sm.output.json])

@@ -288,6 +288,9 @@ def test_replay_cells_declare_trained_tokens_and_label_out_of_contract_up_to_sum
     assert table["replay_banc"]["out_of_contract"] is True and table["replay_tune"]["out_of_contract"] is False
     assert table["replay_banc"]["cap_ratio_max"] > 1 >= table["replay_tune"]["cap_ratio_max"]
     assert table["replay_tune"]["precisions"] == ["fp32"] and table["replay_tune"]["rows"][0]["precision"] == "fp32"
+    row = table["replay_banc"]["rows"][0]  # the tuning loss at the first and last step, as the artifact has it
+    assert (row["loss_first"], row["loss_last"]) == (costs["losses"][0], costs["losses"][-1])
+    assert table["replay_banc"]["loss_first_mean"] == pytest.approx(costs["losses"][0], abs=1e-4)
 
 
 def test_the_harness_fails_an_in_contract_replay_over_the_cap(tiny_backbone, urd_config, artifacts, tmp_path):

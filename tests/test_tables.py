@@ -436,3 +436,36 @@ def test_the_control_line_splits_t1_by_key_kind():
                             "1": {"seen": 20, "correct": 4, "cold": 5, "cold_correct": 0}}}
     assert hot_cold(control) == " (hot keys 10/30, cold keys 1/10)"
     assert hot_cold({"episodes": {"0": {"seen": 20, "correct": 7, "cold_correct": 1}}}) == ""  # an older summary
+
+
+def test_cells_that_cannot_show_anything_at_a_scale_are_marked_and_kept_out_of_the_findings(tmp_path):
+    """A replay recipe whose tuning loss did not fall, and a note writer on a head cut to its
+    replies' ids, are marked not comparable with the measured figures; a replay recipe whose loss
+    fell, or a full head, is not."""
+    from urd.tables import writeup
+
+    zero = {(t, s): [(0, 0)] * 3 for t in ("t1", "t2") for s in ("over", "sanity")}
+    summ = _writeup_summary([(2, 0), (2, 1), (3, 1)])
+    path = fx.write(tmp_path / "s.json", summ)
+    flat = {"recipes": {"replay_banc": {"artifacts": 6, "steps": 144, "loss_first_mean": 44.2, "loss_last_mean": 43.9}}}
+    text, doc = writeup.build(path, "learned", Bootstrap(200, 0.95, 1), flat, {"reply_vocabulary": 2224})
+    why = doc["not_comparable"]["replay_banc"]
+    assert "44.20 nats a token at the first step, 43.90 at the last, over 6 artifacts" in why
+    assert "2,224 of the tokenizer's 65,536 ids" in why and "| replay_banc*† |" in text
+    assert "† replay_banc: not comparable at `learned`" in text
+    # a loss that fell by more than MIN_LOSS_DROP: comparable; no record, no head to speak of
+    fell = {"recipes": {"replay_banc": {"artifacts": 6, "steps": 144, "loss_first_mean": 44.2, "loss_last_mean": 38.0}}}
+    assert writeup.not_comparable(["replay_banc", "summary"], fell, None) == {}
+    assert writeup.not_comparable(["replay_banc"], flat, None)["replay_banc"].endswith("144 steps)")
+    assert set(writeup.not_comparable(["summary", "gzip_tail"], None, {"reply_vocabulary": 2224})) == {"summary"}
+    assert writeup.not_comparable(["summary"], None, {"reply_vocabulary": 65536}) == {}
+    # a state system not comparable here takes no part in the state channel's finding
+    summ2 = fx.make_summary("learned", {"t1": [(2, 1), (4, 2), (3, 1)], "t2": [(4, 1), (3, 0), (4, 2)]},
+                            {"state_carry": zero, "replay_tune": {**zero, ("t1", "sanity"): [(1, 0), (1, 0), (1, 0)]}})
+    tune_flat = {"recipes": {"replay_tune": {"artifacts": 6, "steps": 60, "loss_first_mean": 40.0, "loss_last_mean": 40.0}}}
+    _, kept = writeup.build(fx.write(tmp_path / "k.json", summ2), "learned", Bootstrap(200, 0.95, 1))
+    _, apart = writeup.build(fx.write(tmp_path / "a.json", summ2), "learned", Bootstrap(200, 0.95, 1), tune_flat)
+    state = "the state channel scores zero under contract"
+    assert {f["finding"]: f["holds"] for f in kept["findings"]}[state] is False
+    held = {f["finding"]: f for f in apart["findings"]}[state]
+    assert held["holds"] is True and "left out, not comparable here: replay_tune" in held["detail"]

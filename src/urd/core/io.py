@@ -87,6 +87,16 @@ def read_jsonl(path: str | os.PathLike) -> list[Any]:
     return out
 
 
+def read_json(path: str | os.PathLike) -> Any:
+    """One JSON document; a file that is not one is refused naming it."""
+    from .errors import InputError
+
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(path, "file", "one JSON document", str(exc)) from None
+
+
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

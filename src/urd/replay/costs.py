@@ -23,12 +23,19 @@ ROW_KEYS = ("task", "episode", "transcript_sha256", "transcript_tokens", "steps"
             "wall_time_s", "seconds_per_step", "cpu_time_s", "peak_rss_mb", "artifact_sha256")
 
 
+def _mean(values) -> float | None:
+    v = [x for x in values if x is not None]
+    return round(sum(v) / len(v), 4) if v else None
+
+
 def fold_costs(costs_files: list[str | Path]) -> dict:
     rows: dict[str, list[dict]] = {}
     for path in sorted(map(Path, costs_files)):
         art = read_artifact(path.parent, transcript_sha256=path.parent.name)
         c = art.costs
-        rows.setdefault(c["recipe"]["name"], []).append({k: c.get(k) for k in ROW_KEYS})
+        losses = c.get("losses") or [None]
+        rows.setdefault(c["recipe"]["name"], []).append({**{k: c.get(k) for k in ROW_KEYS},
+                                                         "loss_first": losses[0], "loss_last": losses[-1]})
     recipes = {}
     for name, rs in sorted(rows.items()):
         rs.sort(key=lambda r: (r["task"], r["episode"]))
@@ -45,6 +52,10 @@ def fold_costs(costs_files: list[str | Path]) -> dict:
             "devices": sorted({r["device"] for r in rs}),
             # a mean over mixed precisions is said so (artifacts older than the field: "None")
             "precisions": sorted({str(r["precision"]) for r in rs}),
+            # the tuning loss (nats a token) at the first and the last step, mean over artifacts:
+            # whether tuning moved anything (urd.tables.writeup marks a cell where it did not)
+            "loss_first_mean": _mean(r["loss_first"] for r in rs),
+            "loss_last_mean": _mean(r["loss_last"] for r in rs),
             "rows": rs,
         }
     return {"recipes": recipes}

@@ -20,7 +20,7 @@ import sys
 import numpy as np
 
 from ..core.errors import UrdError
-from ..core.io import atomic_write_json, atomic_write_text
+from ..core.io import atomic_write_json, atomic_write_text, read_json
 from .bootstrap import Bootstrap, resample_indices
 from .retention import build_cells
 from .sources import load
@@ -37,6 +37,11 @@ WRITEUP_01B = {
     "vanilla": (0.0, 0.0, 0.0, 0.0),
 }
 IN_CONTRACT_STATE = ("state_carry", "replay_tune")  # the state channel under contract
+WRITES_NOTES = ("summary",)  # the model writes the fiche: it needs a head that can write what it read
+# A replay recipe whose tuning loss fell by less than this share from its first step to its last
+# tuned nothing a cell could show: its cell is marked not comparable, with the figures.
+MIN_LOSS_DROP = 0.05
+VOCABULARY = 65536  # the World tokenizer's ids
 
 
 def _pct(x) -> str:
@@ -73,9 +78,33 @@ def _point(cells, system, task, split):
     return None if c is None else c.interval.point
 
 
-def findings(cells: dict, systems: list[str]) -> list[dict]:
-    """The write-up's four findings, each decided from this scale's cells (points)."""
-    inc = [s for s in systems if not any(c.out_of_contract for (sy, _, _), c in cells.items() if sy == s)]
+def not_comparable(systems: list[str], costs: dict | None, record: dict | None) -> dict[str, str]:
+    """{system: why its cells at this scale say nothing about the system}, from what was measured:
+    a replay recipe whose tuning loss did not fall (its costs), a note-writing system on a model
+    whose head scores only its replies' token ids (its training record's reply_vocabulary)."""
+    cut = (record or {}).get("reply_vocabulary")
+    head = (f"the head scores {cut:,} of the tokenizer's {VOCABULARY:,} ids (the replies'), every other at -100"
+            if cut and cut < VOCABULARY else None)
+    out = {}
+    for s in systems:
+        recipe = ((costs or {}).get("recipes") or {}).get(s)
+        if recipe and recipe.get("loss_first_mean"):
+            first, last = recipe["loss_first_mean"], recipe["loss_last_mean"]
+            if (first - last) / first < MIN_LOSS_DROP:
+                out[s] = (f"its tuning loss did not fall (mean {first:.2f} nats a token at the first step, "
+                          f"{last:.2f} at the last, over {recipe['artifacts']} artifacts, {recipe['steps']} steps)"
+                          + (f": {head}, and a tuned state cannot move those" if head else ""))
+        elif s in WRITES_NOTES and head:
+            out[s] = f"the model writes its notes, and {head}: they cannot hold the keys, codes or examples it read"
+    return out
+
+
+def findings(cells: dict, systems: list[str], excluded: dict[str, str] | None = None) -> list[dict]:
+    """The write-up's four findings, each decided from this scale's cells (points); `excluded`
+    systems (not comparable here) take no part, and the findings that would read them say so."""
+    excluded = excluded or {}
+    inc = [s for s in systems if s not in excluded
+           and not any(c.out_of_contract for (sy, _, _), c in cells.items() if sy == s)]
     out = []
     # 1. retrieval wins T1 (both splits); gzip_tail wins T2-over
     for claim, system, cols in (("retrieval wins T1", "retrieval", [("t1", "over"), ("t1", "sanity")]),
@@ -94,14 +123,16 @@ def findings(cells: dict, systems: list[str]) -> list[dict]:
                           f"{top} {_pct(best)}")
         out.append({"finding": claim, "holds": holds, "detail": "; ".join(detail)})
     # 2. the state channel scores zero under contract
-    vals = {f"{s} {t.upper()} {sp}": _point(cells, s, t, sp) for s in IN_CONTRACT_STATE for t, sp in COLUMNS
-            if (s, t, sp) in cells}
+    vals = {f"{s} {t.upper()} {sp}": _point(cells, s, t, sp) for s in IN_CONTRACT_STATE if s not in excluded
+            for t, sp in COLUMNS if (s, t, sp) in cells}
     nonzero = {k: v for k, v in vals.items() if v not in (None, 0.0)}
     defined = [v for v in vals.values() if v is not None]
+    left_out = [s for s in IN_CONTRACT_STATE if s in excluded]
     out.append({"finding": "the state channel scores zero under contract",
                 "holds": None if not defined else not nonzero,
                 "detail": ("no defined retention" if not defined else "every defined cell 0" if not nonzero else
-                           "; ".join(f"{k}: {_pct(v)}" for k, v in nonzero.items()))})
+                           "; ".join(f"{k}: {_pct(v)}" for k, v in nonzero.items()))
+                + (f"; left out, not comparable here: {', '.join(left_out)}" if left_out else "")})
     # 3. retention above 100 % in sanity
     over100 = {f"{s} {t.upper()}": _point(cells, s, t, "sanity") for s in inc for t in ("t1", "t2")
                if (_point(cells, s, t, "sanity") or 0) > 1.0}
@@ -133,21 +164,24 @@ def checkpoint_line(checked: dict | None) -> str:
             + ".")
 
 
-def build(summary_path: str, scale: str, boot: Bootstrap) -> tuple[str, dict]:
+def build(summary_path: str, scale: str, boot: Bootstrap, costs: dict | None = None,
+          record: dict | None = None) -> tuple[str, dict]:
     src = load(summary_path, scale)
     cells = {(c.system, c.task, c.split): c for c in build_cells(src, None, boot)}
     systems = [s for s in WRITEUP_01B if s in src.data["cells"]]
     systems += sorted(s for s in src.data["cells"] if s not in WRITEUP_01B)
+    apart = not_comparable(systems, costs, record)
     ctl = control(src.data, boot)
     lines = [f"# urd rung 1 at `{scale}` beside the write-up's 0.1B", "",
              f"Retention B/A, this scale's point and {boot.level:.0%} interval ({boot.describe()}); "
-             "in brackets after it, the write-up's 0.1B figure. `*` = out of contract.", "",
+             "in brackets after it, the write-up's 0.1B figure. `*` = out of contract; `†` = not comparable "
+             "at this scale (why: below the table).", "",
              "| system | " + " | ".join(f"{t.upper()} {s}" for t, s in COLUMNS) + " |",
              "|---|" + "---|" * len(COLUMNS)]
     rows = []
     for s in systems:
         ooc = any(c.out_of_contract for (sy, _, _), c in cells.items() if sy == s)
-        texts, row = [], {"system": s, "out_of_contract": ooc, "cells": {}}
+        texts, row = [], {"system": s, "out_of_contract": ooc, "not_comparable": apart.get(s), "cells": {}}
         for i, (t, sp) in enumerate(COLUMNS):
             c = cells.get((s, t, sp))
             ref = WRITEUP_01B.get(s, (None,) * 4)[i]
@@ -155,7 +189,9 @@ def build(summary_path: str, scale: str, boot: Bootstrap) -> tuple[str, dict]:
             texts.append(f"{mine} (write-up {'—' if ref is None else f'{ref:.1f} %'})")
             row["cells"][f"{t}_{sp}"] = {"this_scale": None if c is None else c.interval.as_dict(), "writeup_01b_pct": ref}
         rows.append(row)
-        lines.append(f"| {s}{'*' if ooc else ''} | " + " | ".join(texts) + " |")
+        lines.append(f"| {s}{'*' if ooc else ''}{'†' if s in apart else ''} | " + " | ".join(texts) + " |")
+    if apart:
+        lines += [""] + [f"† {s}: not comparable at `{scale}`: {why}." for s, why in apart.items()]
     lines += ["", "In-session control (score_A: T1 exact recall on seen keys, T2 discrimination), the "
               "denominator of every cell:", ""]
     for task, name in (("t1", "T1 score_A"), ("t2", "T2 discrimination_A")):
@@ -164,14 +200,14 @@ def build(summary_path: str, scale: str, boot: Bootstrap) -> tuple[str, dict]:
         lines.append(f"- {name}: {_pct(m['mean'])} [{_pct(m['low'])}, {_pct(m['high'])}] over "
                      f"{m['n_episodes']} episodes{split}")
     lines += ["", checkpoint_line(src.data.get("provenance", {}).get("checkpoint_check"))]
-    found = findings(cells, systems)
+    found = findings(cells, systems, apart)
     lines += ["", "The write-up's findings that hold at both of its scales, measured here:", ""]
     verdicts = {True: "holds", False: "does not hold", None: "not measurable (no defined retention)"}
     lines += [f"{n}. **{f['finding']}**: {verdicts[f['holds']]} ({f['detail']})" for n, f in enumerate(found, 1)]
     lines += ["", f"Source: {src.line()}", ""]
     doc = {"scale": scale, "summary": summary_path, "summary_sha256": src.sha256, "bootstrap": boot.as_dict(),
            "checkpoint_check": src.data.get("provenance", {}).get("checkpoint_check"),
-           "rows": rows, "control": ctl, "findings": found, "writeup_01b_pct": WRITEUP_01B}
+           "rows": rows, "control": ctl, "findings": found, "not_comparable": apart, "writeup_01b_pct": WRITEUP_01B}
     return "\n".join(lines), doc
 
 
@@ -180,11 +216,14 @@ def main(argv=None) -> int:
     ap.add_argument("--summary", required=True)
     ap.add_argument("--scale", required=True)
     ap.add_argument("--bootstrap", default="{}", help="resamples, level, seed (JSON)")
+    ap.add_argument("--costs", help="the scale's replay_costs.json (urd.replay.costs): tuning losses")
+    ap.add_argument("--record", help="the backbone's training record (a learned backbone): its head's rows")
     ap.add_argument("--md", required=True)
     ap.add_argument("--json", required=True)
     a = ap.parse_args(argv)
     try:
-        text, doc = build(a.summary, a.scale, Bootstrap(**json.loads(a.bootstrap)))
+        costs, record = (read_json(p) if p else None for p in (a.costs, a.record))
+        text, doc = build(a.summary, a.scale, Bootstrap(**json.loads(a.bootstrap)), costs, record)
     except UrdError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
