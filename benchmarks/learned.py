@@ -3,7 +3,8 @@ on the published rung-1 episodes, the in-session control (T1 score_A, T2 discrim
 their 95 % intervals, vanilla in session B (it must sit at its floor: the model knows nothing of
 an episode but what crosses), and the training run's time, tokens and peak memory. With
 --held-out N, the control on N held-out episodes of the training family that no run evaluates
-(urd.learn.stream.FRESH): a figure no choice between runs or resume points was made on.
+(urd.learn.stream.RANGES["fresh"], which only the check at use reads: this is its measurement, the
+figure its behaviour pins come from): a figure no choice between runs or resume points was made on.
 
     .venv/bin/python benchmarks/learned.py [--checkpoint models/urd-learned-rwkv7-L2-D128.pth] [--held-out 24]
 
@@ -28,7 +29,6 @@ from urd.core.io import read_jsonl  # noqa: E402
 from urd.harness.runner import run_control, run_system  # noqa: E402
 from urd.harness.scoring import episode_scores  # noqa: E402
 from urd.learn.plan import learn_spec, settings_of  # noqa: E402
-from urd.learn.stream import FRESH  # noqa: E402
 from urd.learn.train import Data, stream_inputs  # noqa: E402
 from urd.session.context import Decode  # noqa: E402
 from urd.session.handle import ModelHandle  # noqa: E402
@@ -77,7 +77,7 @@ def main() -> int:
         spec = learn_spec(cfg)
         tasks, ex = stream_inputs(spec)
         s = settings_of(b["train"]["settings"])
-        held = Data(s, tasks, ex, get_tokenizer()).held_out(cfg["queries"], FRESH, a.held_out)
+        held = Data(s, tasks, ex, get_tokenizer()).held_out(cfg["queries"], "fresh", a.held_out)
         for task, eps in held.items():
             dec = Decode(max_new_tokens=cfg["decode"][task]["max_new_tokens"])
             name = "T1 score_A" if task == "t1" else "T2 discrimination_A"

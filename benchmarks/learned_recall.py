@@ -32,9 +32,9 @@ from urd.learn import plan  # noqa: E402
 from urd.learn import stream as S  # noqa: E402
 from urd.learn import train as T  # noqa: E402
 
-# held-out indices of the training family that neither a run's held-out evaluations
-# (S.HELD_OUT up, and S.HELD_OUT + 100,000 up at the curriculum's point) nor training draw
-FIRST = S.HELD_OUT + 200_000
+# held-out indices of the training family kept for development tools (S.RANGES["dev"]): neither
+# training, a run's evaluations nor the check at use's fresh episodes draw them
+FIRST = S.RANGES["dev"][0]
 
 
 def load(path: Path, tasks: dict, ex: S.Exclusions, tok) -> tuple[M.Trainable, int]:
@@ -68,7 +68,7 @@ def main() -> None:
         whole, tokens, places = {}, {}, {}
         with torch.no_grad():
             for i in range(a.episodes):
-                ep = S.t1_episode(seed, FIRST + i, pairs, base, ex, query_all=True)
+                ep = S.t1_episode(seed, S.indices("dev", FIRST + i, 1)[0], pairs, base, ex, query_all=True)
                 ids, flags, replies, starts = S.sequence_with_replies(tok, ep)
                 _, _, hits = net.loss_and_hits(ids, flags, starts)
                 for kind, at in replies:

@@ -112,6 +112,7 @@ if LEARNED:
     rule verify_learned:
         input:
             model="models/{file}",
+            record="models/{file}.train.json",
             manifest=BACKBONE_MANIFEST,
         output:
             stamp="results/urd/verified/models/{file}.sha256",

@@ -4,4 +4,4 @@ from urd.workflow.job import run
 
 sm = snakemake
 run(sm, main, [sm.input.model, "--manifest", sm.input.manifest, "--stamp", sm.output.stamp,
-               "--check", sm.output.check, "--train", sm.params.train, "--spec", sm.params.spec])
+               "--check", sm.output.check, "--train", sm.params.train, "--spec", sm.params.spec, "--record", sm.input.record])

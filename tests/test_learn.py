@@ -85,7 +85,7 @@ def test_fresh_held_out_episodes_are_none_a_run_evaluates_and_hold_no_evaluated_
     ex = S.Exclusions.of(evaluated)
     s = plan.settings_of({**SMALL, "eval_episodes": 4})
     data = Data(s, {"t1": cfg["tasks"]["t1"], "t2": cfg["tasks"]["t2"]}, ex, get_tokenizer())
-    fresh, used = data.held_out(cfg["queries"], S.FRESH, 6), data.held_out(cfg["queries"])
+    fresh, used = data.held_out(cfg["queries"], "fresh", 6), data.held_out(cfg["queries"])
     assert [len(fresh[k]) for k in ("t1", "t2")] == [6, 6] and [len(used[k]) for k in ("t1", "t2")] == [4, 4]
     codes = lambda eps: {p["value"] for ep in eps for p in ep["pairs"]}
     assert codes(fresh["t1"]) and not codes(fresh["t1"]) & codes(used["t1"] + data.held_out_at(10**9))
@@ -763,8 +763,10 @@ def test_other_bytes_pass_by_behaviour_or_are_refused_with_both_figures(tmp_path
         with pytest.raises(InputError):
             check.check(path.name, m, refused, spec)
     stamp, result = tmp_path / "stamp", tmp_path / "check.json"
+    record = tmp_path / "record.json"
+    record.write_text(json.dumps({"exclusions": {"spec": spec}}))
     rc = check.main([path.name, "--manifest", str(m), "--stamp", str(stamp), "--check", str(result),
-                     "--train", json.dumps(_behaviour(0.5, 0.0)), "--spec", json.dumps(spec)])
+                     "--train", json.dumps(_behaviour(0.5, 0.0)), "--spec", json.dumps(spec), "--record", str(record)])
     failed = [ln for ln in capsys.readouterr().err.splitlines() if "FAILED" in ln]
     assert rc == 1 and not stamp.exists() and not result.exists()
     assert len(failed) == 1 and path.name in (line := failed[0])  # one line, naming the file
@@ -802,6 +804,37 @@ def test_a_checkpoint_below_t1s_target_is_refused_at_use(cfg, spec, shipped, tmp
         check.check(str(copy), m, higher, spec)
     assert "T1 held-out score_A 0.329 (pinned run 0.400, at least 0.359)" in str(err.value)
     assert "T2 held-out score_A" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_config_evaluating_what_the_stream_did_not_exclude_is_refused_in_one_line(cfg, spec, tmp_path):
+    """The shipped record names the data spec its stream excluded; the config's own evaluation
+    passes, one with more episodes (or another seed) is refused whatever the checkpoint's bytes."""
+    record = json.loads((REPO / cfg["backbones"]["learned"]["train"]["record"]).read_text())
+    got = check.trained_apart(record, spec, "m.pth")
+    assert got["t1_keys"] == got["excluded_t1_keys"] > 0 and got["t2_markers"] == got["excluded_t2_markers"] > 0
+    fewer = {**spec, "rung1": {**spec["rung1"], "episodes": 4}}
+    assert check.trained_apart(record, fewer, "m.pth")["t1_keys"] < got["excluded_t1_keys"]  # a subset passes
+    for changed in ({"episodes": 8}, {"master_seed": spec["rung1"]["master_seed"] + 1}):
+        more = {**spec, "rung1": {**spec["rung1"], **changed}}
+        with pytest.raises(InputError) as err:
+            check.trained_apart(record, more, "m.pth")
+        msg = str(err.value)
+        assert "episodes, master_seed" in msg and "T1 keys" in msg and "may have trained on" in msg and "\n" not in msg
+    with pytest.raises(InputError, match="exclusions.spec"):
+        check.trained_apart({}, spec, "m.pth")
+
+
+def test_each_draw_of_the_training_family_keeps_to_its_index_range(cfg, spec):
+    ranges = sorted(S.RANGES.values())
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(ranges)) and S.FRESH == S.RANGES["fresh"][0]
+    assert list(S.indices("fresh", S.FRESH, 3)) == [S.FRESH, S.FRESH + 1, S.FRESH + 2]
+    for name, first, n in (("train", S.HELD_OUT - 1, 2), ("fresh", S.RANGES["dev"][0], 1), ("dev", S.FRESH, 1)):
+        with pytest.raises(ValueError, match=f"outside the '{name}' range"):
+            S.indices(name, first, n)
+    ex = S.Exclusions(frozenset(), frozenset(), frozenset(), frozenset())
+    data = Data(plan.settings_of(SMALL), {"t1": cfg["tasks"]["t1"], "t2": cfg["tasks"]["t2"]}, ex, get_tokenizer())
+    with pytest.raises(ValueError, match="'train' range"):  # a step whose episodes would be held-out ones
+        data.step(S.HELD_OUT // 16, 0)
 
 
 # --- the shipped file -----------------------------------------------------------------------------
@@ -941,3 +974,18 @@ def test_the_learning_curve_reads_each_evaluation_and_the_curriculum_column_wher
     assert learning.main(["--record", str(path), "--csv", str(tmp_path / "c.csv"), "--png", str(tmp_path / "c.png")]) == 0
     assert (tmp_path / "c.csv").read_text().splitlines()[2].endswith(",12,0.4,12")
     assert (tmp_path / "c.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_learning_curve_sets_the_shipped_points_published_and_fresh_figures_beside_the_runs_own(cfg, tmp_path):
+    """The run's curve is its own 4 held-out episodes; the figure marks the shipped checkpoint's
+    figure on the check's 24 fresh episodes, and the record's published-episode scores."""
+    from urd.tables import learning
+
+    record = json.loads((REPO / cfg["backbones"]["learned"]["train"]["record"]).read_text())
+    m = learning.marks(record)
+    assert m["fresh"]["t1"] == record["fresh_held_out"]["t1_score_A"] and m["fresh"]["tokens"] == record["tokens"]
+    assert m["fresh"]["t1"][1] <= m["fresh"]["t1"][0] <= m["fresh"]["t1"][2]
+    assert [p["tokens"] for p in m["published"]] == [p["tokens"] for p in record["published_episodes"]["at"]]
+    assert learning.marks({"evals": []}) == {"published": [], "fresh": None}
+    assert learning.main(["--record", str(REPO / cfg["backbones"]["learned"]["train"]["record"]),
+                          "--csv", str(tmp_path / "c.csv"), "--png", str(tmp_path / "c.png")]) == 0

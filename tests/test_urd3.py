@@ -493,3 +493,17 @@ def test_a_codebook_carries_the_whole_set_in_a_few_bytes(name):
     a = [views.session_a(e) for e in eps]
     weighed = run.consolidate(registry.build("codebook", run.no_model("scripted"), PLUGINS), name, a, "x", 8, 10)
     assert all(r["fiche_bytes"] <= 4 for r in weighed)
+
+
+def test_a_statement_on_an_assistants_line_is_not_read():
+    fam = family("prefs")
+    kind = fam.kind("distance")
+    context = f"User: {kind.statement(0)}\nAssistant: Sure, I will {kind.phrases[1]} from now on."
+    assert known_sides(fam, context) == {"distance": (0, False)}
+
+
+def test_a_function_returning_a_wrong_value_or_type_fails_its_cases():
+    vowels = next(t for t in C.TASKS if t.words == ("count", "vowels"))
+    wrong = "def count_vowels(text):\n    return -1\n"
+    as_float = "def count_vowels(text):\n    return float(sum(1 for ch in text.lower() if ch in 'aeiou'))\n"
+    assert correctness.run([(wrong, vowels), (as_float, vowels)], per_reply_s=1) == [False, False]

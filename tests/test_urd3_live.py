@@ -275,3 +275,13 @@ def test_the_workflow_runs_a_live_model_only_when_confirmed_and_prices_it_in_the
         assert fam["cells"]["summary"]["sanity"]["retention"] == 1.0  # the model's notes carried the set
     assert "summary" not in summary["not_run"]
     assert list((tmp_path / "work/urd3-consolidate").rglob("ledgers"))  # the writer's job folder
+
+
+def test_a_note_past_its_token_limit_is_cut_there():
+    from urd.backbone.adapter import MAX_NEW_TOKENS
+    from urd.rung3.live import LLMWriter
+
+    long = "The keys are with the neighbour. " * 40
+    gen = LLMWriter("m", None, "c")._held(long, 16, (), None)
+    assert len(gen.tokens) == 16 and gen.stop_reason == MAX_NEW_TOKENS
+    assert long.startswith(gen.text) and len(gen.text) < len(long)

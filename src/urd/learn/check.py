@@ -1,7 +1,11 @@
 """Verify the `learned` checkpoint at use: by its SHA-256 pin, or else by what it does.
 
     python -m urd.learn.check CHECKPOINT --manifest M --stamp STAMP --check CHECK.json \
-        --train JSON --spec JSON
+        --train JSON --spec JSON --record CHECKPOINT.train.json
+
+First, whatever the bytes: the config's evaluated episodes must hold nothing the checkpoint's
+training stream did not exclude (its record's `exclusions.spec`); a config that evaluates more
+episodes, or others, is refused in one line.
 
 A checkpoint whose bytes match the pin (calibration/backbones.sha256) passes as any pinned
 input does. One trained here on another machine or torch may differ in bytes (floating-point
@@ -24,7 +28,7 @@ import json
 import sys
 
 from ..core.errors import DigestMismatch, InputError, UrdError
-from ..core.io import atomic_write_json, atomic_write_text, sha256_file
+from ..core.io import atomic_write_json, atomic_write_text, read_json, sha256_file
 from ..core.manifest import verify_file
 
 TASKS = ("t1", "t2")
@@ -34,14 +38,13 @@ def behaviour(checkpoint: str, train: dict, spec: dict) -> dict[str, float]:
     """Held-out score_A of each task: as the training record measures it, or on
     `behaviour.episodes` held-out episodes no run evaluates (benchmarks/learned.py --held-out)."""
     from ..backbone.tokenizer import get_tokenizer
-    from .stream import FRESH
     from .train import Data, control_scores, settings_of, stream_inputs
 
     s = settings_of(train["settings"], "backbones.<learned>.train.settings")
     data = Data(s, *stream_inputs(spec), get_tokenizer())
     n = train.get("behaviour", {}).get("episodes")
     queries = spec["rung1"]["queries"]
-    scores = control_scores(checkpoint, data.held_out(queries, FRESH, n) if n else data.held_out(queries), spec["decode"])
+    scores = control_scores(checkpoint, data.held_out(queries, "fresh", n) if n else data.held_out(queries), spec["decode"])
     return {t: scores[t]["score_A"] for t in ("t1", "t2")}
 
 
@@ -51,8 +54,41 @@ def floor(want: dict, task: str) -> float:
     return max(want[task] - want["below"][task], want["targets"][task])
 
 
-def check(checkpoint: str, manifest: str, train: dict, spec: dict) -> dict:
-    """{"check": "sha256" | "behaviour", ...}; raises UrdError when neither passes."""
+def trained_apart(record: dict, spec: dict, where: str) -> dict:
+    """Refuse a config whose evaluated episodes hold content the checkpoint's training stream did
+    not exclude (its record's `exclusions.spec`: the data spec it excluded; a config asking more
+    episodes, or another seed, evaluates T1 keys and T2 markers it may have trained on). Returns
+    what was compared."""
+    from .stream import Exclusions
+    from .train import evaluated_episodes
+
+    trained_spec = (record.get("exclusions") or {}).get("spec")
+    if not trained_spec:
+        raise InputError(where, "exclusions.spec", "the data spec whose evaluated content the training stream "
+                         "excluded (urd.learn.train records it)", "none")
+    trained, now = (Exclusions.of(evaluated_episodes(s)) for s in (trained_spec, spec))
+    gaps = {name: len(getattr(now, name) - getattr(trained, name)) for name in ("keys", "values", "markers")}
+    if any(gaps.values()):
+        r1 = trained_spec["rung1"]
+        raise InputError("config/config.yaml", "episodes, master_seed",
+                         f"evaluation episodes whose content the training stream of {where} excluded (rung 1's "
+                         f"{r1['episodes']} episodes at master seed {r1['master_seed']}, and the chains of that spec)",
+                         f"{spec['rung1']['episodes']} episodes at master seed {spec['rung1']['master_seed']}: "
+                         f"{gaps['keys']} T1 keys, {gaps['values']} T1 codes and {gaps['markers']} T2 markers it did "
+                         "not exclude, so may have trained on")
+    return {"t1_keys": len(now.keys), "t2_markers": len(now.markers), "excluded_t1_keys": len(trained.keys),
+            "excluded_t2_markers": len(trained.markers)}
+
+
+def check(checkpoint: str, manifest: str, train: dict, spec: dict, record: dict | None = None) -> dict:
+    """{"check": "sha256" | "behaviour", ...}; raises UrdError when neither passes. With the
+    checkpoint's training `record`, the config's evaluated episodes are first held to what its
+    training stream excluded (`trained_apart`), whichever check then passes."""
+    apart = {"trained_apart": trained_apart(record, spec, checkpoint)} if record is not None else {}
+    return {**_check(checkpoint, manifest, train, spec), **apart}
+
+
+def _check(checkpoint: str, manifest: str, train: dict, spec: dict) -> dict:
     try:
         return {"check": "sha256", "sha256": verify_file(manifest, checkpoint)}
     except DigestMismatch as exc:  # other bytes than the pin's: judged by what they do
@@ -84,9 +120,11 @@ def main(argv=None) -> int:
     ap.add_argument("--check", required=True, help="which check passed, with its figures (JSON)")
     ap.add_argument("--train", required=True, help="the backbone's train block (JSON): settings, behaviour")
     ap.add_argument("--spec", required=True, help="urd.learn.plan.learn_spec (JSON)")
+    ap.add_argument("--record", required=True, help="the checkpoint's training record: what its stream excluded")
     a = ap.parse_args(argv)
     try:
-        result = check(a.checkpoint, a.manifest, json.loads(a.train), json.loads(a.spec))
+        record = read_json(a.record)
+        result = check(a.checkpoint, a.manifest, json.loads(a.train), json.loads(a.spec), record)
     except UrdError as exc:
         print(f"urd verify FAILED: {exc}", file=sys.stderr)
         return 1

@@ -26,9 +26,25 @@ from ..data import t1, t2
 
 FAMILY = "urd-train"  # the training seed family: the evaluation's streams are "urd" and "urd2"
 HELD_OUT = 1_000_000  # training episodes use indices below this; held-out ones at and above it
-# held-out episodes no training run evaluates (its evaluations take HELD_OUT + i and, at the
-# curriculum's point, HELD_OUT + 100,000 + i), so no choice between runs was made on them
-FRESH = HELD_OUT + 200_000
+BLOCK = 100_000
+# Each draw of the family takes its indices from one range, and `indices` refuses one outside it:
+# training; a run's evaluations every eval_every steps, and at the curriculum's point (its choices
+# between runs and resume points were made on these); FRESH, held-out episodes that only the check
+# at use reads (urd.learn.check.behaviour; benchmarks/learned.py --held-out runs that function);
+# and DEV, what development tools read (benchmarks/learned_recall.py).
+RANGES = {"train": (0, HELD_OUT), "eval": (HELD_OUT, HELD_OUT + BLOCK),
+          "eval_at_level": (HELD_OUT + BLOCK, HELD_OUT + 2 * BLOCK),
+          "fresh": (HELD_OUT + 2 * BLOCK, HELD_OUT + 3 * BLOCK), "dev": (HELD_OUT + 3 * BLOCK, HELD_OUT + 4 * BLOCK)}
+FRESH = RANGES["fresh"][0]
+
+
+def indices(name: str, first: int, n: int) -> range:
+    """Indices first .. first + n - 1 of range `name`; ValueError if any lies outside it."""
+    lo, hi = RANGES[name]
+    if n < 0 or first < lo or first + n > hi:
+        raise ValueError(f"training-family indices {first}..{first + n - 1} lie outside the {name!r} range "
+                         f"[{lo}, {hi}): a draw may not take another range's episodes")
+    return range(first, first + n)
 
 
 @dataclass(frozen=True)

@@ -93,9 +93,10 @@ class Data:
         base = self.t1_base(tokens_seen)
         sizes = [cap if self.s["gate"] else low + Stream(S.FAMILY, seed, "pairs", step * n1 + j).below(cap - low + 1)
                  for j in range(n1)]
-        eps = [S.t1_episode(seed, step * n1 + j, sizes[j], base, self.ex, bool(self.s["t1_query_all"]),
-                            bool(self.s["t1_no_hot"])) for j in range(n1)]
-        eps += [S.t2_episode(seed, step * 16 + j, self.tasks["t2"], self.ex) for j in range(self.s["t2_per_step"])]
+        eps = [S.t1_episode(seed, i, sizes[j], base, self.ex, bool(self.s["t1_query_all"]), bool(self.s["t1_no_hot"]))
+               for j, i in enumerate(S.indices("train", step * n1, n1))]
+        eps += [S.t2_episode(seed, i, self.tasks["t2"], self.ex)
+                for i in S.indices("train", step * 16, self.s["t2_per_step"])]
         seqs = [S.sequence_with_replies(self.tok, ep) for ep in eps]
         branch = bool(self.s["branch_queries"])
         seqs = [(ids, flags, replies if ep["task"] == "t1" else [], starts if branch else [])
@@ -123,18 +124,18 @@ class Data:
     def held_out_at(self, tokens_seen: int) -> list[dict]:
         """Held-out T1 episodes at the curriculum's point (its pair cap and code length): where
         the published shape scores 0, they tell whether recall is learned at a shorter length."""
-        seed = self.s["seed"]
-        return [S.t1_episode(seed, S.HELD_OUT + 100_000 + i, self.cap(tokens_seen), self.t1_base(tokens_seen), self.ex)
-                for i in range(int(self.s["eval_episodes"]))]
+        seed, first = self.s["seed"], S.RANGES["eval_at_level"][0]
+        return [S.t1_episode(seed, i, self.cap(tokens_seen), self.t1_base(tokens_seen), self.ex)
+                for i in S.indices("eval_at_level", first, int(self.s["eval_episodes"]))]
 
-    def held_out(self, queries: int, first: int = S.HELD_OUT, n: int | None = None) -> dict[str, list[dict]]:
-        """Held-out episodes of the published shape: the `eval_episodes` a run evaluates every
-        `eval_every` steps, or `n` from index `first` (S.FRESH: ones no run evaluates)."""
+    def held_out(self, queries: int, block: str = "eval", n: int | None = None) -> dict[str, list[dict]]:
+        """Held-out episodes of the published shape, the first of range `block` (urd.learn.stream.RANGES):
+        the `eval_episodes` a run evaluates every `eval_every` steps, or `n` of another range
+        ("fresh": the check at use's, which no run evaluates)."""
         seed, n = self.s["seed"], int(self.s["eval_episodes"]) if n is None else n
         spec1 = self.tasks["t1"]
         out = {"t1": [], "t2": []}
-        for i in range(n):
-            idx = first + i
+        for idx in S.indices(block, S.RANGES[block][0], n):
             out["t1"].append(t1.generate_episode(seed, idx, spec1, queries, root=Stream(S.FAMILY, seed, "t1", idx),
                                                  exclude=self.ex.keys, ids=f"heldout-t1-{idx}"))
             out["t2"].append(S.t2_episode(seed, idx, self.tasks["t2"], self.ex))
@@ -492,6 +493,9 @@ def main(argv=None) -> int:
             at = resume_from_checkpoint(a.out, *a.from_checkpoint, s, stages, tasks, ex)
             print(f"going on from {a.from_checkpoint[0]} at step {at}", file=sys.stderr)
         rec = train(a.out, s, tasks, spec["decode"], ex, stages=stages)
+        # what the stream excluded, as the data spec it came from: the check at use holds a
+        # config's evaluated episodes to it (urd.learn.check.trained_apart)
+        rec["exclusions"] = {"spec": {"rung1": spec["rung1"], "chains": spec["chains"]}}
         atomic_write_json(a.record, rec)
         print(f"wrote {a.out} (sha256 {rec['sha256']})", file=sys.stderr)
     except UrdError as exc:

@@ -30,6 +30,19 @@ def rows(record: dict, where: str = "record") -> list[list]:
     return out
 
 
+def marks(record: dict) -> dict:
+    """What the figure sets beside the run's own evaluations (4 held-out episodes a task, the
+    ones its choices were made on): the record's scores on the published episodes along the run,
+    and the finished checkpoint's on the check's fresh held-out episodes, each a mean with its
+    95 % interval ([mean, low, high]), at their trained tokens."""
+    pub = [{"tokens": p["tokens"], "t1": p["t1_score_A"], "t2": p["t2_discrimination_A"]}
+           for p in (record.get("published_episodes") or {}).get("at", [])]
+    fresh = record.get("fresh_held_out")
+    shipped = None if not fresh else {"tokens": record.get("tokens"), "t1": fresh["t1_score_A"],
+                                      "t2": fresh["t2_discrimination_A"], "how": fresh.get("how", "")}
+    return {"published": pub, "fresh": shipped}
+
+
 HEADER = ["step", "tokens", "t1_score_A", "t1_confabulation", "t2_discrimination_A", "t2_rate_trigger",
           "t2_rate_non_trigger", "t1_cap_pairs", "t1_score_A_at_cap", "t1_cap_code_length"]
 
@@ -41,8 +54,22 @@ def png(record: dict, path: str, dpi: int = 150) -> None:
         fig, ax = plt.subplots(figsize=(6.4, 3.6))
         r = rows(record)
         mtok = [x[1] / 1e6 for x in r]
-        ax.plot(mtok, [x[2] for x in r], marker="o", ms=3, color="#4477AA", label="T1 score_A (held-out)")
-        ax.plot(mtok, [x[4] for x in r], marker="s", ms=3, color="#CC6677", label="T2 discrimination_A (held-out)")
+        ax.plot(mtok, [x[2] for x in r], marker="o", ms=3, color="#4477AA",
+                label="T1 score_A (the run's 4 held-out episodes)")
+        ax.plot(mtok, [x[4] for x in r], marker="s", ms=3, color="#CC6677",
+                label="T2 discrimination_A (the run's 4 held-out episodes)")
+        m = marks(record)
+        if m["published"]:
+            for task, color in (("t1", "#4477AA"), ("t2", "#CC6677")):
+                ax.plot([p["tokens"] / 1e6 for p in m["published"]], [p[task][0] for p in m["published"]],
+                        ls="none", marker="^", ms=3, color=color, alpha=0.5,
+                        label="T1, T2 on the 6 published episodes" if task == "t1" else None)
+        if m["fresh"] and m["fresh"]["tokens"]:
+            x = m["fresh"]["tokens"] / 1e6
+            for task, color in (("t1", "#4477AA"), ("t2", "#CC6677")):
+                mean, low, high = m["fresh"][task]
+                ax.errorbar([x], [mean], yerr=[[mean - low], [high - mean]], fmt="D", ms=5, color=color, capsize=3,
+                            label="T1, T2 of the shipped checkpoint on 24 fresh held-out episodes (the check's)" if task == "t1" else None)
         if any(x[8] is not None for x in r):
             ax.plot([m for m, x in zip(mtok, r) if x[8] is not None], [x[8] for x in r if x[8] is not None],
                     ls="--", marker="o", ms=2, color="#4477AA", alpha=0.6, label="T1 score_A at the curriculum's pairs and code length")
