@@ -224,11 +224,16 @@ def replay_artifacts_dir(wildcards):
     return f"artifacts/replay/{wildcards.scale}/{recipe}" if recipe else ""
 
 
+# where tuning jobs run (urd.cost.placement): a cluster's GPU node, a local GPU, or the CPU here
+TUNE_PLACE = W.placement(sys.argv[1:])
+
+
 def tune_resource(key):
-    # estimated from the recipe's steps and ctx at the scale's stated throughput (urd.cost.estimate)
+    # estimated from the recipe's steps and ctx at the scale's measured throughput on the device
+    # the job runs on (urd.cost.estimate)
     def value(wc):
         tuning = W.replay_plan.recipe_for(config, wc.scale, wc.recipe, wc.sha)
-        return W.tune_resources(config, wc.scale, tuning.steps, tuning.ctx)[key]
+        return W.tune_resources(config, wc.scale, tuning.steps, tuning.ctx, TUNE_PLACE)[key]
 
     return value
 
@@ -249,9 +254,14 @@ def writeup_inputs(wildcards):
 
 
 def replay_costs_inputs(wildcards):
+    # both files of each artifact: the fold reads the state to check the artifact whole
     transcripts = W.replay_plan.transcripts(config)
+    names = ("costs.json", "time_state.npy")
     return [
-        replay_artifact(wildcards.scale, r, t.sha256) for r in REPLAY_RECIPES for t in transcripts
+        replay_artifact(wildcards.scale, r, t.sha256, n)
+        for r in REPLAY_RECIPES
+        for t in transcripts
+        for n in names
     ]
 
 

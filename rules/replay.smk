@@ -1,7 +1,8 @@
 # Replay baselines: one tuning job per (scale, recipe, transcript), writing
 # artifacts/replay/{scale}/{recipe}/{transcript sha256}/. Session-A cells of replay systems read
-# these artifacts; they never tune. Tuning jobs ask for a GPU, so the SLURM profile sends them
-# to the gpu partition; on a workstation they run on whatever torch finds.
+# these artifacts; they never tune. Where a tuning job runs is decided when the DAG is built
+# (urd.cost.placement): under the SLURM profile it asks for a GPU, which sends it to the gpu
+# partition; on a workstation it runs on whatever torch finds, priced as GPU or CPU seconds.
 
 
 if TUNE_RECIPES:
@@ -23,8 +24,9 @@ if TUNE_RECIPES:
             ENV
         threads: REPLAY_SETTINGS.get("threads", 1)
         resources:
-            gpu=1,
+            gpu=tune_resource("gpu"),
             gpu_seconds=tune_resource("gpu_seconds"),
+            cpu_seconds=tune_resource("cpu_seconds"),
             runtime=tune_resource("runtime"),
             mem_mb=tune_resource("mem_mb"),
         params:

@@ -3,4 +3,5 @@ from urd.replay.costs import main
 from urd.workflow.job import run
 
 sm = snakemake
-run(sm, main, ["--scale", sm.wildcards.scale, "--out", sm.output[0], sm.input])
+costs = [f for f in sm.input if f.endswith("costs.json")]  # each artifact's record; its state is an input too
+run(sm, main, ["--scale", sm.wildcards.scale, "--out", sm.output[0], *costs])

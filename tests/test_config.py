@@ -28,7 +28,7 @@ def base(repo):
         (lambda c: c["tasks"]["t2"].update(examples=7), "tasks.t2.examples", "multiple of 2"),
         (lambda c: c.update(profile="c9"), "profile", "one of ['c1']"),
         (lambda c: c["tasks"]["t1"]["quota"].update(hot=14), "tasks.t1.quota", "== queries"),
-        (lambda c: c["train_speed"]["0.1b"].update(tokens_per_s=[[2048]]), "train_speed.0.1b.tokens_per_s",
+        (lambda c: c["train_speed"]["0.1b"]["gpu"].update(tokens_per_s=[[2048]]), "train_speed.0.1b.gpu.tokens_per_s",
          "[ctx, tokens a second] pairs"),
         # a value a job parses is refused when the DAG is built, not at the first job
         (lambda c: c.update(strategy="gpu fp99"), "strategy", "(fp32|fp16|bf16)"),

@@ -91,6 +91,9 @@ def test_fresh_held_out_episodes_are_none_a_run_evaluates_and_hold_no_evaluated_
     assert codes(fresh["t1"]) and not codes(fresh["t1"]) & codes(used["t1"] + data.held_out_at(10**9))
     assert S.overlap(fresh["t1"] + fresh["t2"], ex) == {"keys": [], "values": [], "rules": []}
     assert {len(ep["pairs"]) for ep in fresh["t1"]} == {len(ep["pairs"]) for ep in used["t1"]} == {64}
+    # the check's T2 episodes are held out by rule too: each marker one the training stream excluded
+    assert {ep["rule"]["marker"] for ep in fresh["t2"]} <= ex.markers
+    assert not {ep["rule"]["marker"] for ep in used["t2"]} <= ex.markers  # a run's own: any marker
 
 
 def test_training_episodes_are_the_generators_own(cfg):

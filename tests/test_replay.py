@@ -86,13 +86,36 @@ def test_topk_fiche_of_a_01b_tuned_state():
     assert np.array_equal(back[kept], flat[kept])
 
 
-def test_tuning_resources_are_integer_estimates(urd_config):
-    # 0.1b replay_banc: 64 steps of ctx 6,144 at the measured 49,440 tokens/s (7.95 s) + 60 s
-    # load + 52 s compile = 119.95 s -> 120 GPU seconds; the run-time limit in minutes: 2 x 2 + 10
-    res = tune_resources(urd_config, "0.1b", 64, 6144)
-    assert res == {"gpu": 1, "gpu_seconds": 120, "runtime": 14, "mem_mb": 8000}
+def test_tuning_resources_are_integer_estimates_priced_where_the_job_runs(urd_config):
+    # 0.1b replay_banc on a GPU: 64 steps of ctx 6,144 at the measured 49,440 tokens/s (7.95 s) +
+    # 60 s load + 52 s compile = 119.95 s -> 120 GPU seconds; the run-time limit in minutes: 2 x 2 + 10
+    res = tune_resources(urd_config, "0.1b", 64, 6144, "cluster")
+    assert res == {"gpu": 1, "gpu_seconds": 120, "cpu_seconds": 0, "runtime": 14, "mem_mb": 8000}
+    assert tune_resources(urd_config, "0.1b", 64, 6144, "cuda") == res
+    # on the CPU here: 64 x 6,144 at 55 tokens/s + 10 s load = 7,159.3 s -> CPU seconds, no GPU
+    cpu = tune_resources(urd_config, "0.1b", 64, 6144, "cpu")
+    assert cpu == {"gpu": 0, "gpu_seconds": 0, "cpu_seconds": 7160, "runtime": 2 * 120 + 10, "mem_mb": 8000}
+    # a scale measured on one device only is priced at that figure on the other
+    assert tune_resources(urd_config, "tiny", 1, 300, "cluster")["gpu_seconds"] == \
+        tune_resources(urd_config, "tiny", 1, 300, "cpu")["cpu_seconds"] == 2  # 300 / 750 + 1 s, whole
     with pytest.raises(InputError, match=r"train_speed.nosuch"):
         tune_resources(urd_config, "nosuch", 1, 1)
+
+
+def test_a_tuning_job_is_placed_where_the_command_line_sends_it(tmp_path, monkeypatch):
+    from urd.cost.placement import cuda_visible, placement
+
+    repo = Path(__file__).resolve().parents[1]
+    monkeypatch.chdir(repo)  # `--profile slurm` resolves as at the repo root
+    assert placement(["results/urd/tiny/summary.json", "-n"], cuda=False) == "cpu"
+    assert placement(["results/urd/tiny/summary.json", "-n"], cuda=True) == "cuda"
+    assert placement(["--profile", "slurm", "-n", "results/urd/tiny/summary.json"], cuda=False) == "cluster"
+    assert placement(["--executor", "slurm", "results/urd/tiny/summary.json"], cuda=False) == "cluster"
+    assert placement(None, cuda=False) == "cpu"  # not a command line (the API): local
+    gpus = tmp_path / "gpus"
+    assert not cuda_visible({}, gpus)
+    (gpus / "0000:00:1e.0").mkdir(parents=True)
+    assert cuda_visible({}, gpus) and not cuda_visible({"CUDA_VISIBLE_DEVICES": ""}, gpus)
 
 
 def test_a_tuning_step_is_priced_at_its_ctx_from_the_measured_points():

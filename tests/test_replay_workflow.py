@@ -53,15 +53,21 @@ def test_one_tuning_job_per_transcript_and_recipe_and_the_exact_spend(wf):
                       "consolidate": 8, "answer": 8, "judge": 8}
     assert len(set(tunes)) == len(tunes) == 8
     assert {sha for _, sha in tunes if _ == "replay_tune"} == {sha for _, sha in tunes if _ == "replay_banc"}
-    # each tiny tuning job: trained tokens / 300 tokens/s + 3 s load, in whole seconds: 2 x 10
-    # (T1 replay_tune, ~1,840 tokens) + 2 x 4 (T2, ~175) + 4 x 7 (replay_banc, 1,024) = 56 GPU s;
-    # prefill, consolidate and answer jobs: 2 s start-up + their tokens, 46 CPU s in all; judge
-    # jobs bill nothing. 56 / 3600 h x $0.60 + 46 / 3600 h x $0.05 = $0.0100
-    assert line == f"urd planned spend (43 jobs to run): GPU 0.02 h, CPU 0.01 h, US$ 0.01 {PRICES}"
+    # each tiny tuning job: trained tokens / 750 tokens/s + 1 s load (config train_speed.tiny.cpu),
+    # in whole seconds: 2 x 4 (T1 replay_tune, ~1,840 tokens) + 2 x 2 (T2, ~175) + 4 x 3
+    # (replay_banc, 1,024) = 24 s; prefill, consolidate and answer jobs: 2 s start-up + their
+    # tokens, 46 CPU s in all; judge jobs bill nothing. Here, with no GPU, the tuning jobs run on
+    # the CPU: 70 CPU s, $0.001
+    assert line == f"urd planned spend (43 jobs to run): GPU 0.00 h, CPU 0.02 h, US$ 0.00 {PRICES}"
+    # through the SLURM profile they go to a GPU node (priced at the CPU's figure, tiny's only one):
+    # 24 GPU s and 46 CPU s
+    counts_c, tunes_c, on_cluster = dry_run(wf, "--profile", "slurm", *SMALL, "--", *cells())
+    assert (counts_c, sorted(tunes_c)) == (counts, sorted(tunes))
+    assert on_cluster == f"urd planned spend (43 jobs to run): GPU 0.01 h, CPU 0.01 h, US$ 0.00 {PRICES}"
 
 
 def test_dry_run_of_the_01b_summary_prints_planned_gpu_hours_and_dollars(wf):
-    counts, _, line = dry_run(wf, "results/urd/0.1b/summary.json")
+    counts, _, line = dry_run(wf, "--profile", "slurm", "results/urd/0.1b/summary.json")
     assert counts["tune_state"] == 24  # 2 recipes x (6 T1 + 6 T2) transcripts
     # replay_banc: 12 x ceil(64 steps x 6,144 / 49,440 tokens/s + 60 s load + 52 s compile) = 12 x 120 s;
     # replay_tune, 10 passes, every transcript under ctx 2,048, so at its step time (2,048 / 16,236 s):
@@ -126,5 +132,5 @@ def test_tiny_replay_target_runs_through_the_slurm_profile(slurm_cluster, wf):
                                   *cells(systems=("replay_banc", "replay_tune"), tasks=("t2",), splits=("sanity",)))
     assert counts == {"tune_state": 1, "consolidate": 2, "answer": 2, "judge": 2}
     assert [recipe for recipe, _ in tunes] == ["replay_tune"]
-    assert line.startswith("urd planned spend (7 jobs to run): GPU 0.00 h"), line
+    assert line.startswith("urd planned spend (7 jobs to run): GPU 0.00 h"), line  # 4 s: under 0.005 h
     print(f"tiny replay target through SLURM: {wall:.1f} s")

@@ -439,9 +439,9 @@ def test_the_control_line_splits_t1_by_key_kind():
 
 
 def test_cells_that_cannot_show_anything_at_a_scale_are_marked_and_kept_out_of_the_findings(tmp_path):
-    """A replay recipe whose tuning loss did not fall, and a note writer on a head cut to its
-    replies' ids, are marked not comparable with the measured figures; a replay recipe whose loss
-    fell, or a full head, is not."""
+    """A replay recipe whose tuning loss ends above a uniform guess's, and a note writer on a head
+    cut to its replies' ids, are marked not comparable with the measured figures; a replay recipe
+    that fitted its transcripts, or a full head, is not."""
     from urd.tables import writeup
 
     zero = {(t, s): [(0, 0)] * 3 for t in ("t1", "t2") for s in ("over", "sanity")}
@@ -450,13 +450,17 @@ def test_cells_that_cannot_show_anything_at_a_scale_are_marked_and_kept_out_of_t
     flat = {"recipes": {"replay_banc": {"artifacts": 6, "steps": 144, "loss_first_mean": 44.2, "loss_last_mean": 43.9}}}
     text, doc = writeup.build(path, "learned", Bootstrap(200, 0.95, 1), flat, {"reply_vocabulary": 2224})
     why = doc["not_comparable"]["replay_banc"]
-    assert "44.20 nats a token at the first step, 43.90 at the last, over 6 artifacts" in why
+    assert "the loss ends at 43.90 nats a token (mean over 6 artifacts, 144 steps, from 44.20 at the first)" in why
+    assert "above the 11.09 of a uniform guess" in why
     assert "2,224 of the tokenizer's 65,536 ids" in why and "| replay_banc*† |" in text
     assert "† replay_banc: not comparable at `learned`" in text
-    # a loss that fell by more than MIN_LOSS_DROP: comparable; no record, no head to speak of
+    # a loss that fell 14 % but stays far above a uniform guess's (what learned's tuning reads) is
+    # not comparable; one that ends under it is; no record, no head to speak of
     fell = {"recipes": {"replay_banc": {"artifacts": 6, "steps": 144, "loss_first_mean": 44.2, "loss_last_mean": 38.0}}}
-    assert writeup.not_comparable(["replay_banc", "summary"], fell, None) == {}
-    assert writeup.not_comparable(["replay_banc"], flat, None)["replay_banc"].endswith("144 steps)")
+    assert "replay_banc" in writeup.not_comparable(["replay_banc"], fell, None)
+    fitted = {"recipes": {"replay_banc": {"artifacts": 6, "steps": 144, "loss_first_mean": 4.2, "loss_last_mean": 2.0}}}
+    assert writeup.not_comparable(["replay_banc", "summary"], fitted, None) == {}
+    assert writeup.not_comparable(["replay_banc"], flat, None)["replay_banc"].endswith("tokenizer's ids")
     assert set(writeup.not_comparable(["summary", "gzip_tail"], None, {"reply_vocabulary": 2224})) == {"summary"}
     assert writeup.not_comparable(["summary"], None, {"reply_vocabulary": 65536}) == {}
     # a state system not comparable here takes no part in the state channel's finding

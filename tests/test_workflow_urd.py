@@ -98,7 +98,7 @@ def test_an_unknown_system_fails_before_any_model_is_loaded(workflow):
 
 
 def test_the_real_scale_dag_is_fetch_run_fold_with_a_spend_line(workflow):
-    proc = snakemake(workflow, "results/urd/0.4b/summary.json", "-n")
+    proc = snakemake(workflow, "results/urd/0.4b/summary.json", "-n", "--profile", str(workflow / "profiles/slurm"))
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", out, re.M))
@@ -106,8 +106,8 @@ def test_the_real_scale_dag_is_fetch_run_fold_with_a_spend_line(workflow):
     cells = str(7 * 2 * 2)
     assert counts["consolidate"] == counts["answer"] == counts["judge"] == cells and counts["summary"] == "1"
     assert counts["prefill"] == counts["judge_control"] == "2"
-    # the replay systems' tuning jobs: 2 recipes x 12 transcripts, billed as GPU time at the speeds
-    # measured on an H200 (config train_speed.0.4b): replay_banc 12 x ceil(64 x 6,144 / 27,449 + 90 s
+    # the replay systems' tuning jobs: 2 recipes x 12 transcripts, sent to a GPU node by the SLURM
+    # profile and billed as GPU time at the speeds measured on an H200 (config train_speed.0.4b.gpu): replay_banc 12 x ceil(64 x 6,144 / 27,449 + 90 s
     # load + 52 s compile) = 12 x 157 s, replay_tune 12 x ceil(10 x 2,048 / 9,233 + 142) = 12 x 145 s:
     # 3,624 GPU s = 1.01 h
     assert counts["tune_state"] == "24"

@@ -131,7 +131,9 @@ def test_the_dose_target_and_the_rung2_tables_build(built):
 def test_the_dry_run_prices_every_sweep_at_a_real_scale(built):
     wf, box = built
     targets = [f"results/urd2/0.1b/{part}/summary.json" for part in ("chains", "pareto", "dose")]
-    proc = snakemake(wf, *targets, "--configfile", "reduced.yaml", "--config", f"sandbox={box}", "-n", env=ENV)
+    # through the SLURM profile: the dose's tuning jobs go to a GPU node (urd.cost.placement)
+    proc = snakemake(wf, *targets, "--configfile", "reduced.yaml", "--config", f"sandbox={box}", "-n",
+                     "--profile", str(wf / "profiles/slurm"), env=ENV)
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = [line for line in proc.stdout.splitlines() if "urd planned spend" in line or "of which" in line]
     assert lines[0].startswith("urd planned spend (") and len(lines) == 4, lines
@@ -140,9 +142,12 @@ def test_the_dry_run_prices_every_sweep_at_a_real_scale(built):
     # the dose's two tuning jobs hold a GPU; the chains and the sweep run on CPUs
     assert "GPU 0.00 h" not in parts["rung 2 dose-response"] and "(3 jobs)" in parts["rung 2 dose-response"]
     assert "CPU 0.00 h" not in parts["rung 2 Pareto sweep"]
+    here = snakemake(wf, *targets, "--configfile", "reduced.yaml", "--config", f"sandbox={box}", "-n", env=ENV)
+    dose_here = next(line for line in here.stdout.splitlines() if "of which rung 2 dose-response" in line)
+    assert "GPU 0.00 h" in dose_here and "CPU 0.00 h" not in dose_here  # no GPU here: CPU work
     # the longest chain starts first: a consolidation outranks its own answer, and summary's
     # notes (the longest decode of the sweep) outrank every other job
-    ranks = _sweep_priorities(proc.stdout)
+    ranks = _sweep_priorities(here.stdout)
     for (rule, system, task), rank in ranks.items():
         if rule == "sweep_consolidate":
             assert rank > ranks[("sweep_answer", system, task)] > 0, (system, task, ranks)

@@ -191,12 +191,15 @@ def job_resources(config: dict, scale: str, cpu_seconds: int, rows: int) -> dict
             "runtime": 2 * math.ceil(cpu_seconds / 60) + 10}
 
 
-# --- tuning jobs (urd.replay.tune): GPU seconds, run time and memory ------------------------
-# A tuning job is billed as GPU seconds: it holds one GPU from start to end. Its length is its
-# steps at the scale's stated step time (config `train_speed`, each entry saying whether it was
-# measured or assumed), plus the stated loading and, on the fla path, the kernels' compilation:
-# each job is a fresh process, so each is priced its own compile (an upper bound where jobs on
-# one node share Triton's cache).
+# --- tuning jobs (urd.replay.tune): seconds where they run, run time and memory ---------------
+# A tuning job holds its device from start to end: on a GPU (a cluster's GPU node, or a local
+# CUDA device) it is billed as GPU seconds, on a machine without one as CPU seconds
+# (urd.cost.placement decides where, when the DAG is built). Its length is its steps at the
+# scale's measured step time on that device (config `train_speed.<scale>.cpu` or `.gpu`, each
+# with its basis), plus the stated loading and, on the fla path, the kernels' compilation: each
+# job is a fresh process, so each is priced its own compile (an upper bound where jobs on one
+# node share Triton's cache). A scale with only a CPU figure is priced at it on a GPU too (a
+# bound); one with only a GPU figure cannot be priced on the CPU, and the DAG says so.
 
 
 def tune_step_seconds(speed: dict, ctx: int) -> float:
@@ -217,19 +220,36 @@ def tune_step_seconds(speed: dict, ctx: int) -> float:
     return s0 + (ctx - c0) * (s1 - s0) / (c1 - c0)
 
 
-def tune_seconds(config: dict, scale: str, steps: int, ctx: int) -> float:
-    """A tuning job's seconds: `steps` steps of `ctx` tokens, its loading and its compilation."""
+def speed_of(config: dict, scale: str, device: str) -> tuple[dict, str]:
+    """(the scale's tuning speed on `device`, the device it was measured on): its own figure, or
+    on a GPU, where it has none, the CPU's."""
     speeds = config.get("train_speed", {})
     if scale not in speeds:
         raise InputError("config/config.yaml", f"train_speed.{scale}",
-                         "the tuning throughput of this scale (tokens_per_s, load_s, mem_mb)")
-    s = speeds[scale]
+                         "the tuning throughput of this scale (cpu and/or gpu: tokens_per_s, load_s; mem_mb)")
+    entry = speeds[scale]
+    if device in entry:
+        return entry[device], device
+    if device == "cpu":  # a GPU's figure would price the CPU's hours as minutes
+        raise InputError("config/config.yaml", f"train_speed.{scale}.cpu",
+                         "this scale's measured CPU tuning speed: with no GPU here its tuning jobs run on the CPU")
+    return entry["cpu"], "cpu"  # a GPU is priced at the CPU's figure: a bound, not a measurement
+
+
+def tune_seconds(config: dict, scale: str, steps: int, ctx: int, device: str = "gpu") -> float:
+    """A tuning job's seconds on `device`: `steps` steps of `ctx` tokens, its loading and its compilation."""
+    s, _ = speed_of(config, scale, device)
     return steps * tune_step_seconds(s, ctx) + s["load_s"] + s.get("compile_s", 0)
 
 
-def tune_resources(config: dict, scale: str, steps: int, ctx: int) -> dict:
-    """Resources a tuning rule declares: one GPU (the SLURM profile routes it to the gpu
-    partition), the billed GPU seconds, a wall-time limit in minutes with headroom, host memory."""
-    seconds = max(1, math.ceil(tune_seconds(config, scale, steps, ctx)))
-    return {"gpu": 1, "gpu_seconds": seconds, "runtime": 2 * math.ceil(seconds / 60) + 10,
-            "mem_mb": config["train_speed"][scale]["mem_mb"]}
+def tune_resources(config: dict, scale: str, steps: int, ctx: int, place: str = "cluster") -> dict:
+    """Resources a tuning rule declares where it is placed (urd.cost.placement): on a GPU, one GPU
+    (the SLURM profile routes it to the gpu partition) and the billed GPU seconds; on the CPU, the
+    billed CPU seconds and no GPU; a wall-time limit in minutes with headroom, host memory."""
+    from .placement import tuning_device
+
+    device = tuning_device(place)
+    seconds = max(1, math.ceil(tune_seconds(config, scale, steps, ctx, device)))
+    on_gpu = device == "gpu"
+    return {"gpu": int(on_gpu), "gpu_seconds": seconds if on_gpu else 0, "cpu_seconds": 0 if on_gpu else seconds,
+            "runtime": 2 * math.ceil(seconds / 60) + 10, "mem_mb": config["train_speed"][scale]["mem_mb"]}

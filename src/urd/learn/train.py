@@ -131,14 +131,15 @@ class Data:
     def held_out(self, queries: int, block: str = "eval", n: int | None = None) -> dict[str, list[dict]]:
         """Held-out episodes of the published shape, the first of range `block` (urd.learn.stream.RANGES):
         the `eval_episodes` a run evaluates every `eval_every` steps, or `n` of another range
-        ("fresh": the check at use's, which no run evaluates)."""
+        ("fresh": the check at use's, which no run evaluates, its T2 rules unseen in training too)."""
         seed, n = self.s["seed"], int(self.s["eval_episodes"]) if n is None else n
         spec1 = self.tasks["t1"]
         out = {"t1": [], "t2": []}
         for idx in S.indices(block, S.RANGES[block][0], n):
             out["t1"].append(t1.generate_episode(seed, idx, spec1, queries, root=Stream(S.FAMILY, seed, "t1", idx),
                                                  exclude=self.ex.keys, ids=f"heldout-t1-{idx}"))
-            out["t2"].append(S.t2_episode(seed, idx, self.tasks["t2"], self.ex))
+            t2_of = S.t2_unseen_rule if block in S.UNSEEN_RULES else S.t2_episode
+            out["t2"].append(t2_of(seed, idx, self.tasks["t2"], self.ex))
         return out
 
 

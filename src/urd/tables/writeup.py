@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
 import numpy as np
@@ -38,10 +39,11 @@ WRITEUP_01B = {
 }
 IN_CONTRACT_STATE = ("state_carry", "replay_tune")  # the state channel under contract
 WRITES_NOTES = ("summary",)  # the model writes the fiche: it needs a head that can write what it read
-# A replay recipe whose tuning loss fell by less than this share from its first step to its last
-# tuned nothing a cell could show: its cell is marked not comparable, with the figures.
-MIN_LOSS_DROP = 0.05
 VOCABULARY = 65536  # the World tokenizer's ids
+# A replay recipe whose tuning loss ends above a uniform guess's over the vocabulary (ln 65,536 =
+# 11.09 nats a token) never fitted the transcript: whatever its state carries, its cell cannot
+# say what a tuned state keeps, and is marked not comparable, with the figures.
+UNIFORM_LOSS = math.log(VOCABULARY)
 
 
 def _pct(x) -> str:
@@ -88,12 +90,13 @@ def not_comparable(systems: list[str], costs: dict | None, record: dict | None) 
     out = {}
     for s in systems:
         recipe = ((costs or {}).get("recipes") or {}).get(s)
-        if recipe and recipe.get("loss_first_mean"):
+        if recipe and recipe.get("loss_last_mean"):
             first, last = recipe["loss_first_mean"], recipe["loss_last_mean"]
-            if (first - last) / first < MIN_LOSS_DROP:
-                out[s] = (f"its tuning loss did not fall (mean {first:.2f} nats a token at the first step, "
-                          f"{last:.2f} at the last, over {recipe['artifacts']} artifacts, {recipe['steps']} steps)"
-                          + (f": {head}, and a tuned state cannot move those" if head else ""))
+            if last > UNIFORM_LOSS:
+                out[s] = (f"its tuning never fitted the transcripts: the loss ends at {last:.2f} nats a token (mean "
+                          f"over {recipe['artifacts']} artifacts, {recipe['steps']} steps, from {first:.2f} at the "
+                          f"first), above the {UNIFORM_LOSS:.2f} of a uniform guess over the tokenizer's ids"
+                          + (f"; {head}, and a tuned state cannot move those" if head else ""))
         elif s in WRITES_NOTES and head:
             out[s] = f"the model writes its notes, and {head}: they cannot hold the keys, codes or examples it read"
     return out

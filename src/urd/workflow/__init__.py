@@ -28,6 +28,7 @@ _NAMES = {
     "learned_backbones": ("urd.learn.plan", "learned_backbones"),
     "learn_resources": ("urd.learn.plan", "resources"),
     "merged_source": ("urd.core.config", "merged_source"),
+    "placement": ("urd.cost.placement", "placement"),
     "read_manifest": ("urd.core.manifest", "read_manifest"),
     "register_spend_preview": ("urd.cost.spend", "register_spend_preview"),
     "replay_plan": ("urd.workflow.replay", None),
