@@ -278,3 +278,36 @@ def test_the_fused_head_gives_plain_exps_bytes_under_flush_and_keeps_every_norma
         torch.set_flush_denormal(False)
     assert torch.equal(h.grad, want)
     assert h.grad[:2].abs().min() > 0 and h.grad[2].abs().max() == 0  # the ignored row sends nothing
+
+
+@pytest.mark.parametrize("const", [-100.0, 1.5])
+def test_a_head_whose_rows_the_checkpoint_fixes_gives_the_full_softmaxs_loss_and_gradient(tmp_path, const):
+    """A final-norm channel of weight 0 outputs its bias, so head rows zero elsewhere score one
+    logit at every position (the learned backbone's untrained rows: -100). The loss over the live
+    rows with the fixed ones in closed form equals the full softmax's, and so does the state's
+    gradient, to float32 rounding, with targets on live and on fixed rows and some ignored; at a
+    fixed logit near the live ones (1.5) a wrong closed form would show."""
+    from urd.backbone.tiny import random_state_dict
+
+    sd = random_state_dict(5, n_layer=2, n_embd=128)
+    sd["ln_out.weight"][-1], sd["ln_out.bias"][-1] = 0.0, 1.0
+    fixed = torch.arange(sd["head.weight"].shape[0]) >= 3000  # rows 3,000 on: fixed at `const`
+    sd["head.weight"][fixed] = 0.0
+    sd["head.weight"][fixed, -1] = const
+    m = RWKV7(sd, wkv_chunk=16)
+    assert m.rows is not None and m.rows.live == 3000
+    toks = torch.randint(1, 65530, (200,), generator=torch.Generator().manual_seed(2))
+    tg = torch.cat((toks[1:], toks.new_full((1,), -100)))
+    tg[:40] = torch.randint(1, 3000, (40,), generator=torch.Generator().manual_seed(3))  # live targets
+    tg[60:70] = -100
+    out = []
+    for rows in (m.rows, None):
+        m.rows = rows
+        ts = (0.3 * _random_state(m, 4)[0]).requires_grad_()
+        loss = m.loss(toks, ts, targets=tg, head_chunk=64)
+        loss.backward()
+        out.append((loss.detach(), ts.grad))
+    torch.testing.assert_close(out[0][0], out[1][0], rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(out[0][1], out[1][1], rtol=1e-5, atol=1e-7)
+    # a released checkpoint fixes no row: every row live, the full softmax runs
+    assert RWKV7(random_state_dict(5, n_layer=2, n_embd=128), wkv_chunk=16).rows is None

@@ -99,6 +99,7 @@ class RWKV7:
                 if k.endswith(_BF16_WEIGHTS):
                     self.z[k] = self.z[k].to(torch.bfloat16)
         self.tokens_processed = 0  # every token through forward/loss (the contract's unit)
+        self.rows = constant_rows(self.z)  # the head's rows no input can move (None: every row live)
 
     @classmethod
     def load(cls, checkpoint_path: str | os.PathLike, device="cpu", **kw) -> RWKV7:
@@ -247,7 +248,43 @@ class RWKV7:
         if n == 0:
             raise InputError("targets", "targets", "at least one target", 0)
         h, _ = self.hidden(toks, time_state, shifts=shifts)
+        if self.rows is not None:  # the live rows only, the constant ones in closed form
+            return _HeadNLL.apply(h, self.rows.head, targets, head_chunk, self.rows) / n
         return _HeadNLL.apply(h, self.z["head.weight"], targets, head_chunk) / n
+
+
+class Rows:
+    """A head whose rows split into live ones and constant ones (`constant_rows`): the live rows'
+    weights, where each vocabulary id sits among them (-1: constant), each id's constant logit, and
+    the log of the constant rows' summed exponentials."""
+
+    def __init__(self, head: torch.Tensor, live: torch.Tensor, const_logit: torch.Tensor):
+        self.head = head[live]
+        self.position = torch.full((head.shape[0],), -1, dtype=torch.long, device=head.device)
+        self.position[live] = torch.arange(live.numel(), device=head.device)
+        self.const_logit = const_logit.to(torch.float32)  # per id; a live id's entry is unused
+        mask = self.position < 0
+        # in float64, then rounded once: the term the live rows' log-sum-exp is joined with
+        self.const_lse = torch.logsumexp(const_logit.double()[mask], 0).to(torch.float32)
+        self.live = int(live.numel())
+
+
+def constant_rows(z: dict[str, torch.Tensor]) -> Rows | None:
+    """The head's rows that no input can move, declared by the checkpoint itself: a channel of the
+    final layer norm with weight exactly 0 outputs its bias whatever it reads, so a head row that is
+    zero on every other channel scores the same logit at every position (the learned backbone's
+    untrained rows: -100, urd.learn.model). None where every row is live (a released checkpoint).
+    Their softmax terms then have a closed form, and the loss and its gradient (to the state: the
+    fixed channels pass none back) equal the full softmax's to float32 rounding."""
+    w, b, head = z["ln_out.weight"], z["ln_out.bias"], z["head.weight"]
+    fixed = w == 0
+    if not bool(fixed.any()):
+        return None
+    const = (head[:, ~fixed] == 0).all(dim=1)
+    if not bool(const.any()):
+        return None
+    const_logit = (head[:, fixed].double() * b[fixed].double()).sum(1)
+    return Rows(head, torch.nonzero(~const).flatten(), const_logit)
 
 
 def _shifted(x, shift):
@@ -268,7 +305,7 @@ class _HeadNLL(torch.autograd.Function):
     ctx 2,048)."""
 
     @staticmethod
-    def forward(ctx, h, head, targets, chunk: int):
+    def forward(ctx, h, head, targets, chunk: int, rows: Rows | None = None):
         if head.requires_grad:
             raise ValueError("_HeadNLL keeps only the gradient of h: the head must be frozen")
         total = h.new_zeros(())
@@ -276,9 +313,21 @@ class _HeadNLL(torch.autograd.Function):
         for s in range(0, h.shape[0], chunk):
             tc = targets[s: s + chunk]
             keep = tc != -100
-            tk = tc.clamp(min=0).unsqueeze(1)
-            logp = torch.log_softmax(_linear(h[s: s + chunk], head), dim=1)
-            total = total - (logp.gather(1, tk).squeeze(1) * keep).sum()
+            hit = keep  # positions whose target row takes the one-hot's -1
+            if rows is None:
+                tk = tc.clamp(min=0).unsqueeze(1)
+                logp = torch.log_softmax(_linear(h[s: s + chunk], head), dim=1)
+                total = total - (logp.gather(1, tk).squeeze(1) * keep).sum()
+            else:  # the live rows' logits; the constant rows join the normaliser as one term
+                ids = tc.clamp(min=0)
+                pos = rows.position[ids]
+                logits = _linear(h[s: s + chunk], head)
+                lse = torch.logaddexp(torch.logsumexp(logits, dim=1), rows.const_lse)
+                tk = pos.clamp(min=0).unsqueeze(1)
+                target = torch.where(pos >= 0, logits.gather(1, tk).squeeze(1), rows.const_logit[ids])
+                total = total - ((target - lse) * keep).sum()
+                logp = logits.sub_(lse.unsqueeze(1))
+                hit = keep & (pos >= 0)  # a constant target's row has no logit here to push down
             if grad is not None:
                 # softmax, in the log-probabilities' memory. On the CPU in float32, a log-probability
                 # under LOG_TINY has a subnormal exp, which the tuning job's flush-denormal (set
@@ -288,7 +337,7 @@ class _HeadNLL(torch.autograd.Function):
                 if logp.device.type == "cpu" and logp.dtype == torch.float32:
                     logp.masked_fill_(logp < LOG_TINY, float("-inf"))
                 p = logp.exp_()
-                p.scatter_add_(1, tk, -keep.to(p.dtype).unsqueeze(1))
+                p.scatter_add_(1, tk, -hit.to(p.dtype).unsqueeze(1))
                 p.mul_(keep.to(p.dtype).unsqueeze(1))
                 grad[s: s + chunk] = _linear(p, head.t())
         ctx.save_for_backward(grad)
@@ -298,4 +347,4 @@ class _HeadNLL(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, g):
         (grad,) = ctx.saved_tensors
-        return grad * g, None, None, None
+        return grad * g, None, None, None, None
