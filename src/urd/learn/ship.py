@@ -43,19 +43,15 @@ def shipped_record(src: str, dest: str, checkpoint_sha256: str, command: str) ->
     """The training record beside the shipped checkpoint, with what an auditor needs to re-derive
     it: the exact command, and the machine it was packed on (the one it was trained on)."""
     import json
-    import platform
-
-    import torch
 
     from ..core.io import atomic_write_json
-    from .train import cpu_model
+    from ..core.machine import machine_record
 
     with open(src, encoding="utf-8") as fh:
         record = json.load(fh)
     if record.get("sha256") != checkpoint_sha256:
         raise InputError(src, "sha256", f"the packed checkpoint's {checkpoint_sha256}", record.get("sha256"))
-    record["shipped"] = {"command": command, "cpu": cpu_model(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-                         "torch": torch.__version__, "python": platform.python_version(), "machine": platform.machine()}
+    record["shipped"] = {"command": command, **machine_record()}
     atomic_write_json(dest, record)
 
 

@@ -29,10 +29,10 @@ ends, written atomically.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
 import os
-import platform
 import resource
 import sys
 import tempfile
@@ -43,6 +43,7 @@ import torch
 
 from ..core.errors import InputError, UrdError
 from ..core.io import atomic_write_bytes, atomic_write_json, sha256_file
+from ..core.machine import machine_record
 from ..core.rng import Stream
 from ..data import t1
 from . import model as M
@@ -66,7 +67,8 @@ class Data:
     def cap(self, tokens_seen: int) -> int:
         if self.s["gate"]:
             return self.levels[self.level][0]
-        return round(self.s["pairs_min"] + self._ramp(tokens_seen) * (64 - self.s["pairs_min"]))
+        pairs = self.tasks["t1"]["pairs"]  # the published episode's
+        return round(self.s["pairs_min"] + self._ramp(tokens_seen) * (pairs - self.s["pairs_min"]))
 
     def code_length(self, tokens_seen: int) -> int:
         """T1's code length: from value_min to the published length over the same ramp as the
@@ -74,7 +76,7 @@ class Data:
         curriculum's level."""
         full = self.tasks["t1"]["value_length"]
         if self.s["gate"]:
-            return self.levels[self.level][1] if self.levels[self.level][1] < 12 else full
+            return self.levels[self.level][1] if self.levels[self.level][1] < full else full
         return round(self.s["value_min"] + self._ramp(tokens_seen) * (full - self.s["value_min"]))
 
     def t1_base(self, tokens_seen: int) -> dict:
@@ -220,15 +222,6 @@ def export(trainable: M.Trainable, path: str | os.PathLike) -> None:
     atomic_write_bytes(path, M.tiny.checkpoint_bytes(M.released(trainable.state_dict(released_rows=True))))
 
 
-def cpu_model() -> str:
-    """The processor's name, as the training record and the shipped record give it."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            return next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), platform.processor())
-    except OSError:
-        return platform.processor()
-
-
 def _lr(s: dict, step: int, tokens_seen: int) -> float:
     if step < s["warmup_steps"]:
         return s["lr"] * (step + 1) / s["warmup_steps"]
@@ -247,10 +240,10 @@ def initial(s: dict, data: Data) -> M.Trainable:
 
 
 def save_resume(resume: Path, point: dict) -> None:
-    """A resume point, written atomically: a run killed while saving keeps the one before."""
-    tmp = resume.with_suffix(".tmp")
-    torch.save(point, tmp)
-    os.replace(tmp, resume)
+    """A resume point, written atomically (core.io): a run killed while saving keeps the one before."""
+    buf = io.BytesIO()
+    torch.save(point, buf)
+    atomic_write_bytes(resume, buf.getvalue())
 
 
 def planned(stages: list[dict]) -> list[dict]:
@@ -323,7 +316,7 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
     torch.use_deterministic_algorithms(True)
     tok = get_tokenizer()
     data = Data(s, tasks, ex, tok)
-    held = data.held_out(25)
+    held = data.held_out(sum(tasks["t1"]["quota"].values()))  # the published episode's queries
     net = initial(s, data)
     params = net.parameters()
     opt = adam(params, s)
@@ -437,11 +430,7 @@ def train(out: str, s: dict, tasks: dict, decode: dict, ex: S.Exclusions, log=sy
                    "level": data.level, "gate_recent": gate.recent, "gate_kinds": gate.kinds}
             save_resume(resume, buf)
     record.update({"steps": step, "tokens": tokens, "seconds": round(time.monotonic() - started, 1),
-                   "threads": int(s["threads"]), "torch": torch.__version__, "python": platform.python_version(),
-                   "machine": platform.machine(), "cpu": cpu_model(),
-                   # the bytes depend on it (measured: AVX512, AVX2 and the generic kernels each
-                   # train other bytes; MKL_CBWR=AVX2 changed nothing on this project's machine)
-                   "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+                   "threads": int(s["threads"]), **machine_record(),
                    "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
                    "reply_vocabulary": len(net.vocab)})
     export(net, out)

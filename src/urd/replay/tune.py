@@ -20,7 +20,6 @@ import argparse
 import hashlib
 import json
 import os
-import platform
 import resource
 import sys
 import time
@@ -28,6 +27,7 @@ from pathlib import Path
 
 from ..core.errors import InputError, UrdError
 from ..core.io import read_jsonl
+from ..core.machine import cpu_model, machine_record
 from ..data import TASKS
 from ..data.rung3 import BUILTIN
 from .artifact import write_artifact
@@ -66,13 +66,7 @@ def device_name(device) -> str:
 
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
-    model = platform.processor() or platform.machine()
-    try:  # Linux names the CPU model here; platform.processor() is often empty
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            model = next(l.split(":", 1)[1].strip() for l in fh if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return f"cpu ({model})"
+    return f"cpu ({cpu_model()})"
 
 
 def tune_state(model, tokens: list[int], recipe: Recipe, log=None):
@@ -217,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
             "checkpoint": Path(args.checkpoint).name,
             "checkpoint_sha256": stamp,
             "code_sha256": code_digest("urd.replay.tune"),
-            "torch": torch.__version__,
+            **machine_record(),
             # where it ran: a SLURM job (and its partition) or a workstation
             "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
             "slurm_partition": os.environ.get("SLURM_JOB_PARTITION"),
