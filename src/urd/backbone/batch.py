@@ -2,9 +2,9 @@
 
 The sequential decoder (`Backbone.generate`) streams every weight matrix from memory once per
 token per query; here B rows share each read. `forward_batch` is the package's `forward_one`
-(RWKV_x070_TMix_one / CMix_one, non-DeepEmbed) with a leading batch dimension, over the
-package model's own weights (on the CPU, the head's and from 512 wide the projections' in a
-packed copy: `_step_weights`). `generate_groups` takes several contexts (a state and its
+(non-DeepEmbed) with a leading batch dimension: urd.backbone.rwkv7_block's block, its WKV one
+step in place (`wkv_step`), over the package model's own weights (on the CPU, the head's and
+from 512 wide the projections' in a packed copy: `_step_weights`). `generate_groups` takes several contexts (a state and its
 prompts each: the episodes of a cell), prefills each context's common prompt prefix once, then
 runs the prompt tokens every row still has before its last one as one sequence
 (`forward_seq_batch`: each projection over all B x T tokens at once, only the WKV recurrence
@@ -14,13 +14,14 @@ running through time, in chunks of matrix products), then steps every row one to
 
 Numerics: the operations are the package's, except that the WKV update multiplies the state
 by its rank-1 term as two matrix-vector products where the package forms the N x N matrix
-(N^2 instead of N^3 operations); a sequence pass of 16 tokens or more sums the same recurrence
-chunk by chunk (urd.backbone.wkv_chunked); a [B, C] @ [C, D] product may also round
-differently from a [C] @ [C, D] one (on the CPU a step's head, and from 512 wide its
-projections, run through oneDNN over weights packed once: `_step_weights`), and a prompt's
-last tokens go step by step here where `generate` runs the whole prompt through `forward_seq`. Logits agree to ~1e-5; a greedy token
-can only differ on a near-tie, which tests/test_backbone_batch.py, benchmarks/rung1_cpu.py and
-benchmarks/batch_equivalence.py count against the sequential decoder.
+(N^2 instead of N^3 operations: rwkv7_block.wkv_step); a sequence pass of 16 tokens or more
+sums the same recurrence chunk by chunk (urd.backbone.wkv_chunked); a [B, C] @ [C, D] product
+may also round differently from a [C] @ [C, D] one (on the CPU a step's head, and from 512 wide
+its projections, run through oneDNN over weights packed once: `_step_weights`), and a prompt's
+last tokens go step by step here where `generate` runs the whole prompt through `forward_seq`.
+Logits agree to ~1e-5; a greedy token can only differ on a near-tie, which
+tests/test_backbone_batch.py, benchmarks/rung1_cpu.py and benchmarks/batch_equivalence.py count
+against the sequential decoder.
 """
 
 from __future__ import annotations
@@ -34,101 +35,40 @@ import torch.nn.functional as F
 
 from ..core.errors import UrdError
 from .adapter import END, MAX_BYTES, MAX_NEW_TOKENS, STOP, Generation
+from .rwkv7_block import Way, block, wkv_step
 from .tokenizer import END_OF_TEXT, GrowingText
 from .wkv_chunked import wkv7_chunked
 
 SEQ_MIN_TOKENS = 2  # below this a sequence pass saves nothing over stepping
-_ATT = ("x_r", "x_w", "x_k", "x_v", "x_a", "x_g", "w0", "w1", "w2", "a0", "a1", "a2", "v0", "v1",
-        "v2", "g1", "g2", "k_k", "k_a", "r_k", "receptance.weight", "key.weight", "value.weight",
-        "output.weight", "ln_x.weight", "ln_x.bias")
 
 
-def _tmix_inputs(layer_id, H, N, x, xx, v_first, x_r, x_w, x_k, x_v, x_a, x_g, w0, w1, w2, a0, a1, a2, v0, v1,
-                 v2, g1, g2, k_k, k_a, R_, K_, V_):
-    """The time-mix projections of RWKV_x070_TMix for x [..., C] and its token shift xx (one
-    step or a whole sequence): r, decay w (fp32), k, v, a, g, normalized kk, and v_first."""
-    xr, xw, xk = x + xx * x_r, x + xx * x_w, x + xx * x_k
-    xv, xa, xg = x + xx * x_v, x + xx * x_a, x + xx * x_g
-
-    r = _mm(xr, R_)
-    w = torch.tanh(xw @ w1) @ w2
-    k = _mm(xk, K_)
-    v = _mm(xv, V_)
-    a = torch.sigmoid(a0 + (xa @ a1) @ a2)
-    g = torch.sigmoid(xg @ g1) @ g2
-
-    kk = F.normalize((k * k_k).unflatten(-1, (H, N)), dim=-1, p=2.0).flatten(-2)
-    k = k * (1 + (a - 1) * k_a)
-    if layer_id == 0:
-        v_first = v
-    else:
-        v = v + (v_first - v) * torch.sigmoid(v0 + (xv @ v1) @ v2)
-    w = torch.exp(-0.606531 * torch.sigmoid((w0 + w).float()))  # 0.606531 = exp(-0.5)
-    return r, w, k, v, a, g, kk, v_first
-
-
-def _tmix(inplace: bool, layer_id: int, H: int, N: int, x, x_prev, v_first, state, x_r, x_w, x_k, x_v, x_a,
-          x_g, w0, w1, w2, a0, a1, a2, v0, v1, v2, g1, g2, k_k, k_a, r_k, R_, K_, V_, O_, ln_w,
-          ln_b):
-    """RWKV_x070_TMix_one over rows: x, x_prev, v_first [B, C]; state [B, H, N, N] fp32."""
-    B = x.shape[0]
-    r, w, k, v, a, g, kk, v_first = _tmix_inputs(
-        layer_id, H, N, x, x_prev - x, v_first, x_r, x_w, x_k, x_v, x_a, x_g, w0, w1, w2, a0, a1, a2, v0, v1, v2,
-        g1, g2, k_k, k_a, R_, K_, V_)
-
-    # The package multiplies the state by the rank-1 matrix (-kk)(kk*a)^T as a full N x N
-    # product and reads the new state again for the output. Here both products come from one
-    # pass over the old state S: with b = kk*a,
-    #   S' = S diag(w) + (S (-kk)) b^T + v k^T   and   S' r = S (w*r) + (S (-kk)) (b.r) + v (k.r),
-    # N^2 work where the package does N^3 (it rounds differently: see the module note). The B x H
-    # N x N states are most of the memory a step touches, so nothing else allocates one, and with
-    # `inplace` (the caller owns the state) not even the update does (`_wkv_step`).
+def _wkv_step(inplace: bool, state, r, w, k, v, a, b):
+    """The WKV of one decoding step over rows: r, w, k, v, a, b [B, C]; state [B, H, N, N] fp32
+    (updated in place when `inplace`: the caller owns it) -> (y [B, C] fp32, the new state)."""
+    B, H, N = state.shape[:3]
     hn = lambda t: t.float().view(B, H, N)
-    y, state = _wkv_step(state, hn(r), w.view(B, H, N), hn(k), hn(v), hn(-kk), hn(kk * a), inplace)
-    xx = y.to(dtype=x.dtype)
-
-    xx = F.group_norm(xx.view(B, H * N), num_groups=H, weight=ln_w, bias=ln_b, eps=64e-5)
-    xx = xx + ((r * k * r_k).view(B, H, N).sum(dim=-1, keepdim=True) * v.view(B, H, N)).view(B, H * N)
-    return _mm(xx * g, O_), x, state, v_first
-
-
-def _tmix_seq(lengths, layer_id: int, H: int, N: int, x, x_prev, v_first, state, x_r, x_w, x_k, x_v, x_a,
-              x_g, w0, w1, w2, a0, a1, a2, v0, v1, v2, g1, g2, k_k, k_a, r_k, R_, K_, V_, O_, ln_w, ln_b):
-    """RWKV_x070_TMix_seq over rows: x, v_first [B, T, C]; x_prev [B, C]; state [B, H, N, N] fp32
-    (the caller's: it may be updated in place). Every projection runs once over all B x T tokens;
-    only the WKV recurrence runs through time (`_wkv_seq`). `lengths` ([B], or None: all T):
-    row b's tokens are its first lengths[b]; past them its state does not move (decay 1, no
-    update: exactly the state at its last token) and its token shift is that token's."""
-    B, T, C = x.shape
-    r, w, k, v, a, g, kk, v_first = _tmix_inputs(
-        layer_id, H, N, x, torch.cat((x_prev.unsqueeze(1), x[:, :-1]), dim=1) - x, v_first, x_r, x_w, x_k, x_v,
-        x_a, x_g, w0, w1, w2, a0, a1, a2, v0, v1, v2, g1, g2, k_k, k_a, R_, K_, V_)
-    w = w.view(B, T, H, N)
-
-    b = (kk * a).float().view(B, T, H, N)
-    nkk = -kk.float().view(B, T, H, N)
-    rf, kf, vf = r.float().view(B, T, H, N), k.float().view(B, T, H, N), v.float().view(B, T, H, N)
-    if lengths is not None:  # padding: S * 1 + sa * 0 + v * 0 leaves S exactly as it was
-        pad = (torch.arange(T, device=x.device)[None, :] >= lengths[:, None])[:, :, None, None]
-        w, b, kf = w.masked_fill(pad, 1.0), b.masked_fill(pad, 0.0), kf.masked_fill(pad, 0.0)
-    y, state = _wkv_seq(state, rf, w, kf, vf, nkk, b)
-    y = y.to(dtype=x.dtype)  # [B, T, H, N]
-
-    xx = F.group_norm(y.reshape(B * T, C), num_groups=H, weight=ln_w, bias=ln_b, eps=64e-5).view(B, T, C)
-    xx = xx + ((r * k * r_k).view(B, T, H, N).sum(dim=-1, keepdim=True) * v.view(B, T, H, N)).view(B, T, C)
-    return (xx * g) @ O_, _last(x, x_prev, lengths), state, v_first
+    y, state = wkv_step(state, hn(r), hn(w), hn(k), hn(v), hn(a), hn(b), inplace)
+    return y.view(B, H * N), state
 
 
 SEQ_WKV_CHUNK = 32  # a sequence pass of at least SEQ_WKV_MIN_TOKENS runs its WKV in chunks of this
 SEQ_WKV_MIN_TOKENS = 16  # below this, stepping is faster (timed at B = 1 and 24, 0.1B shape)
 
 
-def _wkv_seq(state, r, w, k, v, a, b):
-    """The WKV recurrence over r, w, k, v, a, b [B, T, H, N] from state [B, H, N, N] (the caller's,
-    updated in place when stepping): (y [B, T, H, N], the new state). From SEQ_WKV_MIN_TOKENS on,
-    urd.backbone.wkv_chunked's matrix products within chunks (rows folded into heads): the same
-    recurrence summed in another order, about 4x faster than stepping at T = 512."""
-    B, T, H, N = r.shape
+def _wkv_seq(lengths, state, r, w, k, v, a, b):
+    """The WKV of a sequence pass over rows: r, w, k, v, a, b [B, T, C]; state [B, H, N, N] fp32
+    (the caller's, updated in place when stepping) -> (y [B, T, H, N] fp32, the new state).
+    `lengths` ([B], or None: all T): row b's tokens are its first lengths[b]; past them its state
+    does not move (decay 1, no update: exactly the state at its last token). From
+    SEQ_WKV_MIN_TOKENS on, urd.backbone.wkv_chunked's matrix products within chunks (rows folded
+    into heads): the same recurrence summed in another order, about 4x faster than stepping at
+    T = 512."""
+    B, T, _ = r.shape
+    H, N = state.shape[1:3]
+    r, w, k, v, a, b = (t.float().view(B, T, H, N) for t in (r, w, k, v, a, b))
+    if lengths is not None:  # padding: S * 1 + sa * 0 + v * 0 leaves S exactly as it was
+        pad = (torch.arange(T, device=r.device)[None, :] >= lengths[:, None])[:, :, None, None]
+        w, b, k = w.masked_fill(pad, 1.0), b.masked_fill(pad, 0.0), k.masked_fill(pad, 0.0)
     if T >= SEQ_WKV_MIN_TOKENS:
         def fold(x):
             return x.transpose(0, 1).reshape(T, B * H, N)
@@ -137,22 +77,9 @@ def _wkv_seq(state, r, w, k, v, a, b):
         return y.view(T, B, H, N).transpose(0, 1), s.view(B, H, N, N)
     ys = []
     for t in range(T):
-        y, state = _wkv_step(state, r[:, t], w[:, t], k[:, t], v[:, t], a[:, t], b[:, t], inplace=True)
+        y, state = wkv_step(state, r[:, t], w[:, t], k[:, t], v[:, t], a[:, t], b[:, t], inplace=True)
         ys.append(y)
     return torch.stack(ys, dim=1), state
-
-
-def _wkv_step(state, r, w, k, v, a, b, inplace: bool):
-    """One WKV step for rows: r, w, k, v, a (= -kk), b (= kk * iclr) [B, H, N] fp32; state
-    [B, H, N, N] fp32 -> (y [B, H, N], the new state; `state` itself when `inplace`)."""
-    B, H, N = r.shape
-    prod = state @ torch.stack((a, w * r), dim=-1)  # [B, H, N, 2]
-    sa, y = prod[..., :1], prod[..., 1]
-    y = y + sa.squeeze(-1) * (b * r).sum(-1, keepdim=True) + v * (k * r).sum(-1, keepdim=True)
-    state = state.mul_(w.view(B, H, 1, N)) if inplace else state * w.view(B, H, 1, N)
-    state.addcmul_(sa, b.view(B, H, 1, N))
-    state.addcmul_(v.view(B, H, N, 1), k.view(B, H, 1, N))
-    return y, state
 
 
 def _last(x, x_prev, lengths):
@@ -161,14 +88,6 @@ def _last(x, x_prev, lengths):
         return x[:, -1]
     rows = torch.arange(x.shape[0], device=x.device)
     return torch.where((lengths > 0)[:, None], x[rows, (lengths - 1).clamp(min=0)], x_prev)
-
-
-def _cmix(x, x_prev, x_k, K_, V_):
-    """RWKV_x070_CMix_one over rows: x, x_prev [B, C]."""
-    xx = x_prev - x
-    k = x + xx * x_k
-    k = torch.relu_(_mm(k, K_)).square_()  # relu(.) ** 2, in place: the [B, 4C] product is ours
-    return _mm(k, V_), x
 
 
 @torch.no_grad()
@@ -182,7 +101,8 @@ def forward_batch(model, tokens: torch.Tensor, state: list, rows: torch.Tensor |
     `state` nor its tensors are modified, unless `inplace` (the WKV matrices are then updated
     where they are: for a caller that owns them and drops the old state)."""
     z, C = _step_weights(model), int(model.n_embd)
-    x, new_state = _blocks(model, z["emb.weight"][tokens], state, functools.partial(_tmix, inplace), _cmix, z)
+    way = Way(_mm, functools.partial(_wkv_step, inplace))
+    x, new_state = _blocks(model, z["emb.weight"][tokens], state, way, z)
     if rows is not None:
         if rows.numel() == 0:
             return None, new_state
@@ -231,43 +151,28 @@ def _mm(x, w):
     return torch.ops.aten.mkldnn_linear(x.contiguous().to_mkldnn(), w, None).to_dense()
 
 
-def _cmix_seq(lengths, x, x_prev, x_k, K_, V_):
-    """RWKV_x070_CMix_seq over rows: x [B, T, C], x_prev [B, C]; `lengths` as in `_tmix_seq`."""
-    xx = torch.cat((x_prev.unsqueeze(1), x[:, :-1]), dim=1) - x
-    k = x + xx * x_k
-    k = torch.relu_(k @ K_).square_()
-    return k @ V_, _last(x, x_prev, lengths)
-
-
 @torch.no_grad()
 def forward_seq_batch(model, tokens: torch.Tensor, state: list, lengths: torch.Tensor | None = None) -> list:
     """T tokens for each of B rows ([B, T] int64), each from its own batched state, no logits:
     the prompt tokens that precede each row's last one. `lengths` ([B]): row b has only its
     first lengths[b] tokens (the rest is padding, which changes nothing). The caller owns
     `state` and its list: the new slots replace the old ones in it (returned too)."""
-    return _blocks(model, model.z["emb.weight"][tokens], state, functools.partial(_tmix_seq, lengths),
-                   functools.partial(_cmix_seq, lengths), model.z, owned=True)[1]
+    way = Way(_mm, functools.partial(_wkv_seq, lengths), functools.partial(_last, lengths=lengths))
+    return _blocks(model, model.z["emb.weight"][tokens], state, way, model.z, owned=True)[1]
 
 
-def _blocks(model, x, state: list, tmix, cmix, z: dict, owned: bool = False):
-    """The package's block stack over x ([B, C] or [B, T, C]) with weights z (model.z, or
-    `_step_weights`): ln1, time mix, ln2, channel mix, each with its residual; returns (x, the
-    new state slots). `owned`: the new slots replace the old ones in `state` itself, so that each
-    old slot is freed once its layer has run (a sequence pass over many rows would otherwise
-    hold two states at once)."""
-    H, N, C = int(model.n_head), int(model.head_size), int(model.n_embd)
+def _blocks(model, x, state: list, way: Way, z: dict, owned: bool = False):
+    """The block stack (urd.backbone.rwkv7_block) over x ([B, C] for a step, [B, T, C] for a
+    sequence: `way`) with weights z (model.z, or `_step_weights`); returns (x, the new state
+    slots). `owned`: the new slots replace the old ones in `state` itself, so that each old slot
+    is freed once its layer has run (a sequence pass over many rows would otherwise hold two
+    states at once)."""
+    H, N = int(model.n_head), int(model.head_size)
     v_first = torch.empty_like(x)
     new_state = state if owned else list(state)
     for i in range(int(model.n_layer)):
-        bbb, att, ffn = f"blocks.{i}.", f"blocks.{i}.att.", f"blocks.{i}.ffn."
-        xx = F.layer_norm(x, (C,), weight=z[bbb + "ln1.weight"], bias=z[bbb + "ln1.bias"])
-        xx, new_state[3 * i], new_state[3 * i + 1], v_first = tmix(
-            i, H, N, xx, state[3 * i], v_first, state[3 * i + 1], *(z[att + k] for k in _ATT))
-        x = x + xx
-        xx = F.layer_norm(x, (C,), weight=z[bbb + "ln2.weight"], bias=z[bbb + "ln2.bias"])
-        xx, new_state[3 * i + 2] = cmix(xx, state[3 * i + 2], z[ffn + "x_k"], z[ffn + "key.weight"],
-                                        z[ffn + "value.weight"])
-        x = x + xx
+        x, *slots, v_first = block(z, i, H, N, x, *state[3 * i: 3 * i + 3], v_first, way)
+        new_state[3 * i: 3 * i + 3] = slots
     return x, new_state
 
 

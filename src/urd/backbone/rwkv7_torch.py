@@ -14,8 +14,11 @@ precision="bf16" runs the frozen weight products (projections and head) in bfloa
 activations, WKV, norms and loss, as the field trains states (RWKV-PEFT); on a CPU with native
 bf16 it is about 1.5x faster. "fp32" (the default) keeps every product in float32.
 
-Numerics follow rwkv 0.8.32's CPU path (RWKV_x070): ln0 folded into the embedding, decay
-exp(-e^-0.5 * sigmoid(.)), group-norm eps 64e-5; the tests bound the difference to its logits.
+The block is urd.backbone.rwkv7_block's (the math batched decoding runs too), its frozen products
+through F.linear over the checkpoint's [out, in] weights (`_linear`) and its WKV over the whole
+sequence (`RWKV7._wkv`). Numerics follow rwkv 0.8.32's CPU path (RWKV_x070): ln0 folded into the
+embedding, decay exp(-e^-0.5 * sigmoid(.)), group-norm eps 64e-5; the tests bound the difference
+to its logits.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selectiv
 
 from ..core.errors import InputError
 from . import wkv_fla
+from .rwkv7_block import Way, block, layer_norm
 from .wkv import wkv7
 from .wkv_chunked import wkv7_chunked
 
@@ -117,24 +121,11 @@ class RWKV7:
         return torch.zeros(self.time_state_shape, device=self.device, requires_grad=requires_grad)
 
     # --- blocks ------------------------------------------------------------------------------
-    def _tmix(self, i, x, shift, s0, v_first):
-        z, p, H, N = self.z, f"blocks.{i}.att.", self.n_head, self.head_size
-        *lead, T, C = x.shape  # lead: [] or [B], a batch of sequences from one state
-        xx = _shifted(x, shift) - x
-        xr, xw, xk, xv, xa, xg = (x + xx * z[p + m] for m in ("x_r", "x_w", "x_k", "x_v", "x_a", "x_g"))
-        r = _linear(xr, z[p + "receptance.weight"])
-        w = torch.tanh(xw @ z[p + "w1"]) @ z[p + "w2"]
-        k = _linear(xk, z[p + "key.weight"])
-        v = _linear(xv, z[p + "value.weight"])
-        a = torch.sigmoid(z[p + "a0"] + (xa @ z[p + "a1"]) @ z[p + "a2"])
-        g = torch.sigmoid(xg @ z[p + "g1"]) @ z[p + "g2"]
-        kk = F.normalize((k * z[p + "k_k"]).view(*lead, T, H, N), dim=-1, p=2.0).view(x.shape)
-        k = k * (1 + (a - 1) * z[p + "k_a"])
-        if i == 0:
-            v_first = v
-        else:
-            v = v + (v_first - v) * torch.sigmoid(z[p + "v0"] + (xv @ z[p + "v1"]) @ z[p + "v2"])
-        w = torch.exp(-0.606531 * torch.sigmoid(z[p + "w0"] + w))  # 0.606531 = exp(-0.5)
+    def _wkv(self, s0, r, w, k, v, a, b):
+        """The WKV over r, w, k, v, a, b [..., T, C] from s0 [H, N, N] through `self.wkv`'s path:
+        (y [..., T, C], the final state [..., H, N, N]); `rwkv7_block.Way`'s wkv."""
+        H, N = self.n_head, self.head_size
+        *lead, T, C = r.shape  # lead: [] or [B], a batch of sequences from one state
         if lead:  # the WKV's heads are independent: a batch runs as B x H heads of one sequence
             hv = lambda t: t.view(*lead, T, H, N).transpose(0, 1).reshape(T, -1, N)
             s0 = s0.expand(*lead, H, N, N).reshape(-1, N, N)
@@ -143,7 +134,7 @@ class RWKV7:
         # a batch of short rows (queries) runs as one chunk of its own length, not padded to
         # wkv_chunk: a third faster at 25 queries of ~24 tokens (benchmarks/branch_queries.py)
         chunk = min(self.wkv_chunk, T) if lead else self.wkv_chunk
-        args = (s0, hv(r), hv(w), hv(k), hv(v), hv(-kk), hv(kk * a), chunk)
+        args = (s0, hv(r), hv(w), hv(k), hv(v), hv(a), hv(b), chunk)
         if self.wkv == "sequential":
             y, sT = wkv7(*args)
         elif self.wkv == "fla":  # fla's own backward; it keeps what it needs
@@ -156,25 +147,10 @@ class RWKV7:
             y, sT = wkv7_chunked(*args)
         if lead:
             y, sT = y.reshape(T, *lead, C).transpose(0, 1), sT.reshape(*lead, H, N, N)
-        y = F.group_norm(y.reshape(-1, C), H, z[p + "ln_x.weight"], z[p + "ln_x.bias"], eps=64e-5).reshape(x.shape)
-        hn = lambda t: t.view(*lead, T, H, N)
-        y = y + ((hn(r * k * z[p + "r_k"])).sum(-1, keepdim=True) * hn(v)).view(x.shape)
-        return _linear(y * g, z[p + "output.weight"]), x[..., -1, :], sT, v_first
-
-    def _cmix(self, i, x, shift):
-        z, p = self.z, f"blocks.{i}.ffn."
-        xx = _shifted(x, shift) - x
-        k = torch.relu(_linear(x + xx * z[p + "x_k"], z[p + "key.weight"])) ** 2
-        return _linear(k, z[p + "value.weight"]), x[..., -1, :]
+        return y, sT
 
     def _ln(self, x, name):
-        return F.layer_norm(x, (self.n_embd,), self.z[name + ".weight"], self.z[name + ".bias"])
-
-    def _block(self, i, x, att_shift, s0, ffn_shift, v_first):
-        dx, att_last, sT, v_first = self._tmix(i, self._ln(x, f"blocks.{i}.ln1"), att_shift, s0, v_first)
-        x = x + dx
-        dx, ffn_last = self._cmix(i, self._ln(x, f"blocks.{i}.ln2"), ffn_shift)
-        return x + dx, att_last, sT, ffn_last, v_first
+        return layer_norm(x, self.z, name)
 
     # --- forward -----------------------------------------------------------------------------
     def _tokens(self, tokens, batch: bool = False) -> torch.Tensor:
@@ -210,13 +186,14 @@ class RWKV7:
         v_first = torch.empty(0, device=self.device)
         state = []
         keep = _SELECTIVE if self.precision == "bf16" else noop_context_fn
+        way = Way(_linear, self._wkv, _last)
         # unbind, not [i]: each index's backward would zero-fill a whole state-sized gradient
         for i, (s0, (att_shift, ffn_shift)) in enumerate(zip(time_state.unbind(0), shifts.unbind(0))):
-            args = (i, x, att_shift, s0, ffn_shift, v_first)
+            args = (self.z, i, self.n_head, self.head_size, x, att_shift, s0, ffn_shift, v_first, way)
             if self.checkpoint_layers and torch.is_grad_enabled():
-                out = checkpoint(self._block, *args, use_reentrant=False, context_fn=keep)
+                out = checkpoint(block, *args, use_reentrant=False, context_fn=keep)
             else:
-                out = self._block(*args)
+                out = block(*args)
             x, att_last, sT, ffn_last, v_first = out
             state += [att_last, sT, ffn_last]
         return self._ln(x, "ln_out"), state
@@ -287,9 +264,9 @@ def constant_rows(z: dict[str, torch.Tensor]) -> Rows | None:
     return Rows(head, torch.nonzero(~const).flatten(), const_logit)
 
 
-def _shifted(x, shift):
-    """x's rows one step later along time (the second-last axis), `shift` first: token shift."""
-    return torch.cat((shift.unsqueeze(-2).expand(*x.shape[:-2], 1, x.shape[-1]), x[..., :-1, :]), dim=-2)
+def _last(x, prev):
+    """The token shift a sequence leaves: its last token."""
+    return x[..., -1, :]
 
 
 def _linear(x, w):

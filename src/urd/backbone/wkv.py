@@ -2,10 +2,11 @@
 
 Per head, with S the [value, key] matrix (the `rwkv` package's layout):
     S_t = S_{t-1} diag(w_t) + (S_{t-1} a_t) b_t^T + v_t k_t^T,    y_t = S_t r_t
-(the model passes a = -kk, b = kk * iclr). Plain autograd would keep every S_t: T * H * N * N
-floats per layer, 4.7 GB per saved tensor at 2K tokens of the 0.1B. This Function keeps only the
-states at chunk boundaries and, in backward, recomputes one chunk's states at a time, then runs
-the exact reverse-time adjoint. Memory: (T / chunk + chunk) states per layer.
+(the model passes a = -kk, b = kk * iclr; the update is urd.backbone.rwkv7_block.wkv_update).
+Plain autograd would keep every S_t: T * H * N * N floats per layer, 4.7 GB per saved tensor at
+2K tokens of the 0.1B. This Function keeps only the states at chunk boundaries and, in backward,
+recomputes one chunk's states at a time, then runs the exact reverse-time adjoint. Memory:
+(T / chunk + chunk) states per layer.
 
 Each step is a handful of fused elementwise ops on the N x N matrices (chosen by timing on CPU,
 where batched gemv of this size is slower than multiply-and-sum).
@@ -14,6 +15,8 @@ where batched gemv of this size is slower than multiply-and-sum).
 from __future__ import annotations
 
 import torch
+
+from .rwkv7_block import wkv_update
 
 
 class WKV7(torch.autograd.Function):
@@ -74,9 +77,9 @@ def _views(r, w, k, v, a, b):
 
 
 def _step(S, t, col, row):
-    # matrix-vector products as multiply + last-dim sum: faster than batched gemv for N = 64
+    # S a as multiply + last-dim sum: faster than batched gemv for N = 64
     sa = (S * row["a"][t]).sum(-1, keepdim=True)
-    return torch.addcmul(torch.addcmul(S * row["w"][t], sa, row["b"][t]), col["v"][t], row["k"][t])
+    return wkv_update(S, sa, row["w"][t], row["b"][t], col["v"][t], row["k"][t])
 
 
 def wkv7(s0, r, w, k, v, a, b, chunk: int = 64):
