@@ -128,20 +128,27 @@ class Rung3Live(S.Suite):
     def twin(self, scratch: Settings, tmp: Path) -> Rung3Live:
         return Rung3Live(scratch, SCRIPTED_MODEL, self.family, self.items, self.cell)
 
-    def price(self, settings: Settings, routes: Routes, graph, *, profile, count) -> estimate_mod.Estimate:
-        if routes.model_for(P.REPLY) == SCRIPTED_MODEL:
-            return estimate_mod.Estimate(SUITE, routes.model, "free", 0.0, {}, None, "the scripted reader makes no paid call")
-        requests = graph()
-        # output at the twin's own reply lengths: what a model that follows the context writes
+    # what the estimate says of this cell's calls (Rung3Notes says it of its notes)
+    purpose, label, twin_name = P.REPLY, "", "the scripted reader"
+    priced_as = "the scripted reader's requests at list prices, input at {per:g} bytes a token, output at its replies' length"
+
+    def output_tokens(self, requests: list[Request], per: float) -> int:
+        """The typical reply's tokens: the twin's replies' mean length, what a model that follows the context writes."""
         out_bytes = sum(len(self.responder(r).encode()) for r in requests) / max(1, len(requests))
-        tokens = max(1, math.ceil(out_bytes / float(settings.raw["estimate"]["bytes_per_token"])))
-        priced = with_overrides(settings, {f"estimate.output_tokens.{P.REPLY}": tokens})
+        return max(1, math.ceil(out_bytes / per))
+
+    def price(self, settings: Settings, routes: Routes, graph, *, profile, count) -> estimate_mod.Estimate:
+        if routes.model_for(self.purpose) == SCRIPTED_MODEL:
+            return estimate_mod.Estimate(SUITE, routes.model, "free", 0.0, {}, None, f"{self.twin_name} makes no paid call")
+        requests = graph()
+        per = float(settings.raw["estimate"]["bytes_per_token"])
+        priced = with_overrides(settings, {f"estimate.output_tokens.{self.purpose}": self.output_tokens(requests, per)})
         usd = estimate_mod.call_graph_usd(priced, routes, requests, count)
-        note = (f"{SUITE} {self.cell}: the scripted reader's requests at list prices, input at "
-                f"{settings.raw['estimate']['bytes_per_token']:g} bytes a token, output at its replies' length")
+        note = f"{SUITE} {self.cell}{self.label}: " + self.priced_as.format(per=per)
         if settings.raw["llm"]["batches"]:
             usd, note = usd * BATCH_PRICE, note + "; sent as one Message Batch, at half the list price"
-        return estimate_mod.Estimate(f"{SUITE} {self.cell}", routes.model, "call graph", usd, {}, len(requests), note)
+        return estimate_mod.Estimate(f"{SUITE} {self.cell}{self.label}", routes.model, "call graph", usd, {},
+                                     len(requests), note)
 
 
 def job_settings(settings: Settings, model: str, cell: str, step: str = "answer") -> Settings:
@@ -205,25 +212,28 @@ class Rung3Notes(Rung3Live):
     def twin(self, scratch: Settings, tmp: Path) -> Rung3Notes:
         return Rung3Notes(scratch, SCRIPTED_MODEL, self.items, self.cell, self.plugins)
 
-    def price(self, settings: Settings, routes: Routes, graph, *, profile, count) -> estimate_mod.Estimate:
-        if routes.model_for(P.NOTES) == SCRIPTED_MODEL:
-            return estimate_mod.Estimate(SUITE, routes.model, "free", 0.0, {}, None, "the scripted writer makes no paid call")
-        requests = graph()
-        per = float(settings.raw["estimate"]["bytes_per_token"])
-        # output at the twin's notes, at most each request's own limit
+    purpose, label, twin_name = P.NOTES, " notes", "the scripted writer"
+    priced_as = ("the system's prompts at list prices, input at {per:g} bytes a token, output at the oracle's "
+                 "statements' length, at most each prompt's limit")
+
+    def output_tokens(self, requests: list[Request], per: float) -> int:
         out = [min(r.max_tokens, max(1, math.ceil(len(self.responder(r).encode()) / per))) for r in requests]
-        tokens = max(1, math.ceil(sum(out) / max(1, len(out))))
-        priced = with_overrides(settings, {f"estimate.output_tokens.{P.NOTES}": tokens})
-        usd = estimate_mod.call_graph_usd(priced, routes, requests, count)
-        note = (f"{SUITE} {self.cell} notes: the system's prompts at list prices, input at {per:g} bytes a token, "
-                "output at the oracle's statements' length, at most each prompt's limit")
-        if settings.raw["llm"]["batches"]:
-            usd, note = usd * BATCH_PRICE, note + "; sent as one Message Batch, at half the list price"
-        return estimate_mod.Estimate(f"{SUITE} {self.cell} notes", routes.model, "call graph", usd, {}, len(requests), note)
+        return max(1, math.ceil(sum(out) / max(1, len(out))))
 
 
 def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
+
+
+def run_cell(suite: Rung3Live, model: str, settings: Settings, yes: bool, http_client, log) -> dict:
+    """One cell on the runner: its report, or Incomplete naming the stop and what was billed."""
+    report = S.run(suite, model, settings, yes=yes, http_client=http_client, log=log)
+    spend, what = report["spend"], f"{SUITE} {suite.cell}{suite.label} on {model}"
+    if report["incomplete"]:
+        raise Incomplete(f"{what}: incomplete, {report['incomplete']} (billed US${spend['measured_usd']:.4f}; "
+                         "rerun to go on from the replay cache)")
+    log(f"{what}: billed US${spend['measured_usd']:.4f}, replayed US${spend['replayed_usd']:.4f}")
+    return report
 
 
 class LLMReader:
@@ -245,14 +255,8 @@ class LLMReader:
         return Rung3Live(self.settings, self.name, self.family, items, self.cell)
 
     def replies(self, contexts, prompts: list[list[str]]) -> list[list[str]]:
-        self.report = S.run(self.suite(contexts, prompts), self.name, self.settings, yes=self.yes,
-                            http_client=self.http_client, log=self.log)
-        spend = self.report["spend"]
-        if self.report["incomplete"]:
-            raise Incomplete(f"{SUITE} {self.cell} on {self.name}: incomplete, {self.report['incomplete']} "
-                             f"(billed US${spend['measured_usd']:.4f}; rerun to go on from the replay cache)")
-        self.log(f"{SUITE} {self.cell} on {self.name}: billed US${spend['measured_usd']:.4f}, "
-                 f"replayed US${spend['replayed_usd']:.4f}")
+        self.report = run_cell(self.suite(contexts, prompts), self.name, self.settings, self.yes,
+                               self.http_client, self.log)
         flat, out = iter(self.report["replies"]), []
         for ps in prompts:
             out.append([next(flat) for _ in ps])
@@ -288,13 +292,7 @@ class LLMWriter:
                 raise UrdError(f"{self.name} is a model behind an API: it holds no state to decode from")
             items += [(self.tokenizer.decode(p), int(limit)) for p in prompts]
         suite = Rung3Notes(self.settings, self.name, items, self.cell, self.plugins)
-        self.report = S.run(suite, self.name, self.settings, yes=self.yes, http_client=self.http_client, log=self.log)
-        spend = self.report["spend"]
-        if self.report["incomplete"]:
-            raise Incomplete(f"{SUITE} {self.cell} notes on {self.name}: incomplete, {self.report['incomplete']} "
-                             f"(billed US${spend['measured_usd']:.4f}; rerun to go on from the replay cache)")
-        self.log(f"{SUITE} {self.cell} notes on {self.name}: billed US${spend['measured_usd']:.4f}, "
-                 f"replayed US${spend['replayed_usd']:.4f}")
+        self.report = run_cell(suite, self.name, self.settings, self.yes, self.http_client, self.log)
         replies, out = iter(self.report["replies"]), []
         for g, ((_, prompts), limit, cap) in enumerate(zip(groups, limits, caps)):
             row = []
