@@ -103,7 +103,7 @@ def find_episode(path: str, task: str, episode: int, sha256: str) -> dict:
     raise InputError(path, f"{task} episode", f"episode {episode} present")
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m urd.replay.tune")
     ap.add_argument("--checkpoint", required=True)
     ap.add_argument("--checkpoint-stamp", help="the verify stamp of the checkpoint (its SHA-256)")
@@ -131,7 +131,74 @@ def main(argv: list[str] | None = None) -> int:
                          "peak passes half the GPU's memory); default: --checkpoint-layers")
     ap.add_argument("--out-dir", required=True)
     ap.add_argument("--verified", nargs="*", default=[], help="verify stamps: their files are re-checked before use")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def load_model(args, device, recipe: Recipe, log):
+    """The differentiable model on `device`, as the device's settings ask (precision, recomputation;
+    `auto` decided from the estimated peak): (model, the recomputation asked for, the peak estimate)."""
+    import torch
+
+    from ..backbone.rwkv7_torch import RWKV7
+
+    cuda = device.type == "cuda"
+    precision = (args.cuda_precision or args.precision) if cuda else args.precision
+    asked = (args.cuda_checkpoint_layers or args.checkpoint_layers) if cuda else args.checkpoint_layers
+    asked = {"true": True, "false": False}.get(asked, asked)
+    model = RWKV7.load(args.checkpoint, device, wkv_chunk=args.wkv_chunk,
+                       checkpoint_layers=asked is True, wkv=args.wkv, precision=precision)
+    peak_mb = estimated_peak_mb(sum(t.numel() for t in model.z.values()), model.n_layer, model.n_embd, recipe.ctx)
+    device_mb = torch.cuda.get_device_properties(device).total_memory // 2**20 if cuda else None
+    model.checkpoint_layers = checkpoint_choice(asked, peak_mb, device_mb)
+    if asked == "auto":
+        log(f"checkpoint_layers auto: estimated peak {peak_mb} MB of the device's {device_mb} MB: "
+            f"{'recomputing blocks' if model.checkpoint_layers else 'no recomputation'}")
+    if args.wkv == "auto" and model.wkv != "fla" and cuda:
+        from ..backbone.wkv_fla import unavailable
+
+        log(f"WKV path {model.wkv}, not fla: {unavailable(device)}")
+    if precision == "bf16" and not cuda and not (
+            torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()):
+        log("bf16 products on a CPU without native bf16 (avx512_bf16 or AMX): emulated, slower than fp32")
+    return model, asked, peak_mb
+
+
+def costs_record(args, recipe: Recipe, model, device, asked, peak_mb: int, losses: list[float], clock: dict) -> dict:
+    """costs.json: what the tuning cost and where it ran (the artifact's record)."""
+    import torch
+
+    from ..core.provenance import code_digest, sandbox_label
+
+    stamp = Path(args.checkpoint_stamp).read_text().split()[0] if args.checkpoint_stamp else None
+    return {
+        "scale": args.scale, "recipe": recipe.as_record(), "task": args.task, "episode": args.episode,
+        "transcript_sha256": args.sha256, "transcript_tokens": recipe.transcript_tokens,
+        "steps": recipe.steps, "ctx": recipe.ctx, "trained_tokens": model.tokens_processed,
+        "token_cap": recipe.token_cap, "cap_ratio": round(model.tokens_processed / recipe.token_cap, 4),
+        "out_of_contract": recipe.out_of_contract, "losses": losses,
+        "device": device_name(device), "torch_threads": torch.get_num_threads(),
+        "wkv": {"path": model.wkv, "requested": args.wkv,
+                "chunk": None if model.wkv == "fla" else args.wkv_chunk},  # fla picks its own
+        "precision": model.precision,
+        "checkpoint_layers": {"ran": model.checkpoint_layers, "requested": asked, "estimated_peak_mb": peak_mb},
+        "determinism": FLA_DETERMINISM if model.wkv == "fla" else DETERMINISM,
+        "wall_time_s": round(clock["tuned"] - clock["started"], 3),
+        "load_s": round(clock["loaded"] - clock["started"], 3),
+        "tune_s": round(clock["tuned"] - clock["loaded"], 3),
+        "seconds_per_step": round((clock["tuned"] - clock["loaded"]) / recipe.steps, 3),
+        "cpu_time_s": round(time.process_time() - clock["cpu0"], 3),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "peak_gpu_mem_mb": (round(torch.cuda.max_memory_allocated(device) / 2**20) if device.type == "cuda" else None),
+        "checkpoint": Path(args.checkpoint).name, "checkpoint_sha256": stamp,
+        "code_sha256": code_digest("urd.replay.tune"), **machine_record(),
+        # where it ran: a SLURM job (and its partition) or a workstation
+        "slurm_job_id": os.environ.get("SLURM_JOB_ID"), "slurm_partition": os.environ.get("SLURM_JOB_PARTITION"),
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"), "sandbox": sandbox_label(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     log = lambda msg: print(f"[tune {args.recipe}/{args.task}/{args.episode}] {msg}", file=sys.stderr, flush=True)
     try:
         from ..core.verify import check_stamps
@@ -139,85 +206,24 @@ def main(argv: list[str] | None = None) -> int:
         check_stamps(args.verified)
         import torch
 
-        from ..backbone.rwkv7_torch import RWKV7
         from ..backbone.tokenizer import encode
-        from ..core.provenance import code_digest, sandbox_label
 
-        started = time.monotonic()
-        cpu0 = time.process_time()
+        clock = {"started": time.monotonic(), "cpu0": time.process_time()}
         torch.set_num_threads(args.threads)
         torch.set_flush_denormal(True)  # decaying states underflow; subnormals are slow on x86
         device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available()
                               else ("cpu" if args.device == "auto" else args.device))
-        ep = find_episode(args.data, args.task, args.episode, args.sha256)
-        tokens = encode(ep["transcript"])
+        tokens = encode(find_episode(args.data, args.task, args.episode, args.sha256)["transcript"])
         recipe = resolve(json.loads(args.settings), args.recipe, args.scale, len(tokens), args.factor)
         log(f"{recipe.steps} steps x ctx {recipe.ctx} = {recipe.trained_tokens} tokens "
             f"(cap {recipe.token_cap}{', out of contract' if recipe.out_of_contract else ''}) on {device}")
-        cuda = device.type == "cuda"
-        precision = (args.cuda_precision or args.precision) if cuda else args.precision
-        asked = (args.cuda_checkpoint_layers or args.checkpoint_layers) if cuda else args.checkpoint_layers
-        asked = {"true": True, "false": False}.get(asked, asked)
-        model = RWKV7.load(args.checkpoint, device, wkv_chunk=args.wkv_chunk,
-                           checkpoint_layers=asked is True, wkv=args.wkv, precision=precision)
-        peak_mb = estimated_peak_mb(sum(t.numel() for t in model.z.values()), model.n_layer, model.n_embd, recipe.ctx)
-        device_mb = torch.cuda.get_device_properties(device).total_memory // 2**20 if cuda else None
-        model.checkpoint_layers = checkpoint_choice(asked, peak_mb, device_mb)
-        if asked == "auto":
-            log(f"checkpoint_layers auto: estimated peak {peak_mb} MB of the device's {device_mb} MB: "
-                f"{'recomputing blocks' if model.checkpoint_layers else 'no recomputation'}")
-        loaded = time.monotonic()
-        if args.wkv == "auto" and model.wkv != "fla" and device.type == "cuda":
-            from ..backbone.wkv_fla import unavailable
-
-            log(f"WKV path {model.wkv}, not fla: {unavailable(device)}")
-        if precision == "bf16" and device.type == "cpu" and not (
-                torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn_bf16_supported()):
-            log("bf16 products on a CPU without native bf16 (avx512_bf16 or AMX): emulated, slower than fp32")
+        model, asked, peak_mb = load_model(args, device, recipe, log)
+        clock["loaded"] = time.monotonic()
         state, losses = tune_state(model, tokens, recipe, log)
-        tuned = time.monotonic()
+        clock["tuned"] = time.monotonic()
         if model.tokens_processed != recipe.trained_tokens:
             raise UrdError(f"metered {model.tokens_processed} trained tokens, recipe says {recipe.trained_tokens}")
-        stamp = Path(args.checkpoint_stamp).read_text().split()[0] if args.checkpoint_stamp else None
-        costs = {
-            "scale": args.scale,
-            "recipe": recipe.as_record(),
-            "task": args.task,
-            "episode": args.episode,
-            "transcript_sha256": args.sha256,
-            "transcript_tokens": recipe.transcript_tokens,
-            "steps": recipe.steps,
-            "ctx": recipe.ctx,
-            "trained_tokens": model.tokens_processed,
-            "token_cap": recipe.token_cap,
-            "cap_ratio": round(model.tokens_processed / recipe.token_cap, 4),
-            "out_of_contract": recipe.out_of_contract,
-            "losses": losses,
-            "device": device_name(device),
-            "torch_threads": torch.get_num_threads(),
-            "wkv": {"path": model.wkv, "requested": args.wkv,
-                    "chunk": None if model.wkv == "fla" else args.wkv_chunk},  # fla picks its own
-            "precision": model.precision,
-            "checkpoint_layers": {"ran": model.checkpoint_layers, "requested": asked, "estimated_peak_mb": peak_mb},
-            "determinism": FLA_DETERMINISM if model.wkv == "fla" else DETERMINISM,
-            "wall_time_s": round(tuned - started, 3),
-            "load_s": round(loaded - started, 3),
-            "tune_s": round(tuned - loaded, 3),
-            "seconds_per_step": round((tuned - loaded) / recipe.steps, 3),
-            "cpu_time_s": round(time.process_time() - cpu0, 3),
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
-            "peak_gpu_mem_mb": (round(torch.cuda.max_memory_allocated(device) / 2**20)
-                                if device.type == "cuda" else None),
-            "checkpoint": Path(args.checkpoint).name,
-            "checkpoint_sha256": stamp,
-            "code_sha256": code_digest("urd.replay.tune"),
-            **machine_record(),
-            # where it ran: a SLURM job (and its partition) or a workstation
-            "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
-            "slurm_partition": os.environ.get("SLURM_JOB_PARTITION"),
-            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-            "sandbox": sandbox_label(),
-        }
+        costs = costs_record(args, recipe, model, device, asked, peak_mb, losses, clock)
         digest = write_artifact(args.out_dir, state.cpu().numpy(), costs)
     except UrdError as exc:
         print(f"urd replay tune FAILED: {exc}", file=sys.stderr)
