@@ -98,12 +98,7 @@ def writes_notes(config: dict, system: str) -> bool:
 
 def replay_recipes(config: dict) -> dict[str, str]:
     """{system: recipe} of rung 3's systems that read tuning artifacts (urd.systems.replay)."""
-    out = {}
-    for name in config["urd3"]["systems"]:
-        cls = registry.resolve(name, plugins(config), source=SOURCE)
-        if getattr(cls, "needs_artifacts", False):
-            out[name] = cls.recipe
-    return out
+    return registry.replay_recipes(config["urd3"]["systems"], plugins(config), source=SOURCE)
 
 
 class Transcript(NamedTuple):
@@ -113,44 +108,41 @@ class Transcript(NamedTuple):
 
 
 @functools.lru_cache(maxsize=8)
-def _transcripts(spec_json: str) -> tuple[tuple[Transcript, str], ...]:
-    from ..data.rung3.episodes import generate_episode
-
-    spec = json.loads(spec_json)
-    n = min(spec["episodes"], spec.get("evaluate_episodes") or spec["episodes"])
+def _transcripts(spec_json: str, n: int) -> tuple[tuple[Transcript, str], ...]:
+    """(Transcript, text) of the first `n` episodes of every family (the episodes the
+    live estimate draws too: `_episodes`, one cache)."""
     out = []
-    for name in spec["families"]:
-        fam = family(name, spec.get("types"), SOURCE)
-        for i in range(n):
-            text = generate_episode(spec["master_seed"], fam, i, spec)["transcript"]
-            out.append((Transcript(name, i, hashlib.sha256(text.encode("utf-8")).hexdigest()), text))
+    for name in json.loads(spec_json)["families"]:
+        for ep in _episodes(spec_json, name, n):
+            text = ep["transcript"]
+            out.append((Transcript(name, ep["episode"], hashlib.sha256(text.encode("utf-8")).hexdigest()), text))
     return tuple(out)
 
 
-def _transcript_spec(config: dict) -> str:
-    return json.dumps({**data_spec(config), "evaluate_episodes": config["urd3"].get("evaluate_episodes")},
-                      sort_keys=True)
+def _transcript_key(config: dict) -> tuple[str, int]:
+    u = config["urd3"]
+    return json.dumps(data_spec(config), sort_keys=True), min(u["episodes"], u.get("evaluate_episodes") or u["episodes"])
 
 
 def transcripts(config: dict, family_name: str | None = None) -> list[Transcript]:
     """The evaluated session-A transcripts (all families, or one), named by SHA-256 from the
     generators while the DAG is built (about 20 ms an episode); the tuning job checks the data
     file's transcript against the hash."""
-    return [t for t, _ in _transcripts(_transcript_spec(config)) if family_name in (None, t.family)]
+    return [t for t, _ in _transcripts(*_transcript_key(config)) if family_name in (None, t.family)]
 
 
 @functools.lru_cache(maxsize=64)
-def _tokens(spec_json: str, sha256: str) -> int:
+def _tokens(spec_json: str, n: int, sha256: str) -> int:
     from ..backbone.tokenizer import count_tokens
 
-    return count_tokens(next(text for t, text in _transcripts(spec_json) if t.sha256 == sha256))
+    return count_tokens(next(text for t, text in _transcripts(spec_json, n) if t.sha256 == sha256))
 
 
 def transcript_tokens(config: dict, sha256: str) -> int:
     """World-tokenizer tokens of one evaluated transcript (it sizes the tuning recipe)."""
     if sha256 not in {t.sha256 for t in transcripts(config)}:
         raise InputError(SOURCE, "transcript", "the SHA-256 of an evaluated rung-3 transcript", sha256)
-    return _tokens(_transcript_spec(config), sha256)
+    return _tokens(*_transcript_key(config), sha256)
 
 
 def check(config: dict) -> None:

@@ -75,6 +75,12 @@ def resolve(name: str, plugins: dict | None = None, source: str = "config") -> t
     return cls
 
 
+def replay_recipes(names, plugins: dict | None = None, source: str = "config") -> dict[str, str]:
+    """{system: recipe} of the named systems that read tuning artifacts (urd.systems.replay)."""
+    classes = {name: resolve(name, plugins, source) for name in names}
+    return {name: cls.recipe for name, cls in classes.items() if getattr(cls, "needs_artifacts", False)}
+
+
 def build(name: str, backbone, plugins: dict | None = None, settings: dict | None = None):
     """System `name` on `backbone`. It carries the name it is registered under, whatever its
     class says: that name keys its results, its fiche records and its points in rung 2's tables,

@@ -115,12 +115,7 @@ def replay_recipes(config: dict) -> dict[str, str]:
     """{system: recipe} for the configured systems that read tuning artifacts."""
     from ..systems import registry
 
-    out = {}
-    for name in config["systems"]:
-        cls = registry.resolve(name, config.get("plugins"))
-        if getattr(cls, "needs_artifacts", False):
-            out[name] = cls.recipe
-    return out
+    return registry.replay_recipes(config["systems"], config.get("plugins"))
 
 
 def settings(config: dict, scale: str, recipe: str) -> dict:
